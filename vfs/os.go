@@ -1,0 +1,81 @@
+package vfs
+
+import (
+	"io/fs"
+	"os"
+	"sort"
+)
+
+// OS is the host's file system.
+type OS struct{}
+
+var _ FS = OS{}
+
+// OpenFile implements FS.
+func (OS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Open implements FS.
+func (OS) Open(name string) (File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Remove implements FS.
+func (OS) Remove(name string) error { return os.Remove(name) }
+
+// RemoveAll implements FS.
+func (OS) RemoveAll(name string) error { return os.RemoveAll(name) }
+
+// Rename implements FS.
+func (OS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+
+// Mkdir implements FS.
+func (OS) Mkdir(name string, perm fs.FileMode) error { return os.Mkdir(name, perm) }
+
+// MkdirAll implements FS.
+func (OS) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAll(name, perm) }
+
+// ReadDir implements FS.
+func (OS) ReadDir(name string) ([]fs.DirEntry, error) {
+	ents, err := os.ReadDir(name)
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	return ents, err
+}
+
+// Stat implements FS.
+func (OS) Stat(name string) (fs.FileInfo, error) { return os.Stat(name) }
+
+// Lstat implements FS.
+func (OS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
+
+// Symlink implements FS.
+func (OS) Symlink(oldname, newname string) error { return os.Symlink(oldname, newname) }
+
+// Readlink implements FS.
+func (OS) Readlink(name string) (string, error) { return os.Readlink(name) }
+
+// Chmod implements FS.
+func (OS) Chmod(name string, mode fs.FileMode) error { return os.Chmod(name, mode) }
+
+// SyncDir implements FS. It opens the directory and fsyncs it, which is what
+// makes a rename or a new entry survive a power loss on Linux.
+func (OS) SyncDir(name string) error {
+	d, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

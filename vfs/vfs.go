@@ -1,0 +1,70 @@
+// Package vfs is the file system seen by every package that touches disk.
+//
+// FS is implemented by OS (the real file system) and by Mem, an in-memory twin
+// that remembers which bytes and directory entries were made durable and can
+// simulate a crash that drops everything else. Faulty wraps any FS to inject
+// errors (ENOSPC, EIO) on a named operation and path.
+//
+// The pure packages (digest, manifest, journal, render, transfer) never import
+// vfs; the capsule, node and command packages do.
+package vfs
+
+import (
+	"io"
+	"io/fs"
+)
+
+// File is an open file of an FS.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Writer
+	io.Seeker
+	io.Closer
+	// Sync makes the file's data durable.
+	Sync() error
+	// Stat describes the open file.
+	Stat() (fs.FileInfo, error)
+	// Truncate changes the file's size.
+	Truncate(size int64) error
+	// Name returns the path the file was opened with.
+	Name() string
+}
+
+// FS is a hierarchical file system with explicit durability.
+//
+// Creating, renaming and removing a directory entry are durable only after
+// SyncDir of the directory that holds the entry; file contents are durable
+// only after File.Sync. Paths use the host's separator; relative paths are
+// relative to the process's working directory for OS and to the root for Mem.
+type FS interface {
+	// OpenFile opens name with the flags of os.OpenFile (O_RDONLY, O_WRONLY,
+	// O_RDWR, O_CREATE, O_EXCL, O_TRUNC, O_APPEND).
+	OpenFile(name string, flag int, perm fs.FileMode) (File, error)
+	// Open opens name for reading.
+	Open(name string) (File, error)
+	// Remove removes a file or an empty directory.
+	Remove(name string) error
+	// RemoveAll removes name and everything below it; a missing name is no error.
+	RemoveAll(name string) error
+	// Rename atomically replaces newname with oldname.
+	Rename(oldname, newname string) error
+	// Mkdir creates a directory.
+	Mkdir(name string, perm fs.FileMode) error
+	// MkdirAll creates a directory and any missing parents.
+	MkdirAll(name string, perm fs.FileMode) error
+	// ReadDir lists a directory sorted by name.
+	ReadDir(name string) ([]fs.DirEntry, error)
+	// Stat follows symbolic links.
+	Stat(name string) (fs.FileInfo, error)
+	// Lstat does not follow a final symbolic link.
+	Lstat(name string) (fs.FileInfo, error)
+	// Symlink creates newname as a symbolic link to oldname.
+	Symlink(oldname, newname string) error
+	// Readlink returns the target of a symbolic link.
+	Readlink(name string) (string, error)
+	// Chmod changes the mode bits of name.
+	Chmod(name string, mode fs.FileMode) error
+	// SyncDir makes the entries of directory name durable.
+	SyncDir(name string) error
+}
