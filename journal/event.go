@@ -3,8 +3,12 @@
 // by a Lamport clock, and merged across copies by set union.
 //
 // The event types here are pure data: they never name a vendor's wire format.
-// The package is pure (no os, net, time or math/rand); durable appends go
-// through an injected file system.
+// The package is pure (no os, net, time or math/rand): it parses and checks
+// lines (ParseLine, Decode, Scan, Check, Verify, VerifyTail), builds chains
+// (Writer, Seal, Encode), summarizes a journal for the manifest (Summarize)
+// and merges copies (Merge). Durable appends to the file live in
+// journal/logfile. Any package may import it. The format is docs/FORMAT.md
+// §7; tests cite its sections.
 package journal
 
 import "encoding/json"
@@ -54,6 +58,7 @@ func (k Kind) Known() bool {
 // ID is "sha256:<hex>" of the RFC 8785 canonical JSON of the event without
 // its "id" member. Prev is the ID of the same machine's previous event, empty
 // for its first. Time is informational only and never used for ordering.
+// Body is canonical JSON. Code that changes a field must call Seal again.
 type Event struct {
 	ID      string          `json:"id"`
 	Machine string          `json:"machine"`
@@ -65,6 +70,13 @@ type Event struct {
 	Time    string          `json:"time,omitempty"`
 	Kind    Kind            `json:"kind"`
 	Body    json.RawMessage `json:"body"`
+
+	// Raw holds the line exactly as read when it carries something this
+	// release cannot represent in the fields above (an unknown kind, a newer
+	// envelope version, an unknown envelope member). Encode re-emits it byte
+	// for byte, so such events are never dropped or rewritten. It is nil for
+	// every event this release can re-encode from its fields.
+	Raw []byte `json:"-"`
 }
 
 // Producer names the model that produced an assistant-side event.

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 )
 
 var tempSeq atomic.Uint64
@@ -24,7 +26,7 @@ func WriteFile(fsys FS, name string, data []byte, perm fs.FileMode) error {
 	return WriteFileFrom(fsys, name, bytes.NewReader(data), perm)
 }
 
-// WriteFileFrom is WriteFile for a stream. It returns the number of bytes written.
+// WriteFileFrom is WriteFile for a stream.
 func WriteFileFrom(fsys FS, name string, r io.Reader, perm fs.FileMode) error {
 	_, err := writeFileFrom(fsys, name, r, perm)
 	return err
@@ -37,8 +39,7 @@ func WriteFileFromN(fsys FS, name string, r io.Reader, perm fs.FileMode) (int64,
 
 func writeFileFrom(fsys FS, name string, r io.Reader, perm fs.FileMode) (int64, error) {
 	dir := filepath.Dir(name)
-	tmp := filepath.Join(dir, TempPrefix+filepath.Base(name)+"-"+strconv.FormatUint(tempSeq.Add(1), 36))
-	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	f, tmp, err := createTemp(fsys, name, perm)
 	if err != nil {
 		return 0, fmt.Errorf("write %s: %w", name, err)
 	}
@@ -65,6 +66,23 @@ func writeFileFrom(fsys FS, name string, r io.Reader, perm fs.FileMode) (int64, 
 	return n, nil
 }
 
+// maxTempTries bounds the search for a free temporary name.
+const maxTempTries = 1000
+
+// createTemp creates a new temporary file next to name. The sequence number
+// restarts with every process, so a leftover of an earlier crash may hold
+// the next name; createTemp then moves on to the following one.
+func createTemp(fsys FS, name string, perm fs.FileMode) (File, string, error) {
+	prefix := filepath.Join(filepath.Dir(name), TempPrefix+filepath.Base(name)+"-")
+	for i := 0; ; i++ {
+		tmp := prefix + strconv.FormatUint(tempSeq.Add(1), 36)
+		f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if err == nil || !errors.Is(err, fs.ErrExist) || i == maxTempTries {
+			return f, tmp, err
+		}
+	}
+}
+
 // ReadFile reads the whole of name.
 func ReadFile(fsys FS, name string) ([]byte, error) {
 	f, err := fsys.Open(name)
@@ -76,9 +94,13 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 }
 
 // MkdirAllDurable creates dir and its missing parents and fsyncs every parent
-// whose entries changed, so the new directories survive a crash.
+// whose entries changed, so the new directories survive a crash. A dir that
+// already exists is taken as durable. A non-directory in the way is ENOTDIR.
 func MkdirAllDurable(fsys FS, dir string, perm fs.FileMode) error {
-	if _, err := fsys.Stat(dir); err == nil {
+	if fi, err := fsys.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+		}
 		return nil
 	}
 	parent := filepath.Dir(dir)

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"syscall"
 )
 
 // OS is the host's file system.
@@ -35,8 +36,16 @@ func (OS) Remove(name string) error { return os.Remove(name) }
 // RemoveAll implements FS.
 func (OS) RemoveAll(name string) error { return os.RemoveAll(name) }
 
-// Rename implements FS.
-func (OS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+// Rename implements FS with the semantics of rename(2): a file replaces a
+// file and a directory replaces an empty directory. (os.Rename refuses to
+// replace any directory; the interface promises the POSIX behaviour that Mem
+// also has.)
+func (OS) Rename(oldname, newname string) error {
+	if err := syscall.Rename(oldname, newname); err != nil {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
+	}
+	return nil
+}
 
 // Mkdir implements FS.
 func (OS) Mkdir(name string, perm fs.FileMode) error { return os.Mkdir(name, perm) }
@@ -72,6 +81,10 @@ func (OS) SyncDir(name string) error {
 	d, err := os.Open(name)
 	if err != nil {
 		return err
+	}
+	if fi, serr := d.Stat(); serr == nil && !fi.IsDir() {
+		d.Close()
+		return &fs.PathError{Op: "syncdir", Path: name, Err: syscall.ENOTDIR}
 	}
 	err = d.Sync()
 	if cerr := d.Close(); err == nil {

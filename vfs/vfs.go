@@ -3,7 +3,9 @@
 // FS is implemented by OS (the real file system) and by Mem, an in-memory twin
 // that remembers which bytes and directory entries were made durable and can
 // simulate a crash that drops everything else. Faulty wraps any FS to inject
-// errors (ENOSPC, EIO) on a named operation and path.
+// errors (ENOSPC, EIO) on a named operation and path. Package vfs/vfstest
+// holds the conformance suite every FS passes and ForEachCrashPoint, which
+// crashes a Mem after each durable step of an operation.
 //
 // The pure packages (digest, manifest, journal, render, transfer) never import
 // vfs; the capsule, node and command packages do.
@@ -47,7 +49,8 @@ type FS interface {
 	Remove(name string) error
 	// RemoveAll removes name and everything below it; a missing name is no error.
 	RemoveAll(name string) error
-	// Rename atomically replaces newname with oldname.
+	// Rename atomically replaces newname with oldname, as rename(2) does:
+	// a file replaces a file, a directory replaces an empty directory.
 	Rename(oldname, newname string) error
 	// Mkdir creates a directory.
 	Mkdir(name string, perm fs.FileMode) error

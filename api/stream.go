@@ -1,0 +1,239 @@
+package api
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/agentcapsule/capsule/digest"
+)
+
+// StreamMagic opens every push stream, naming its format version.
+const StreamMagic = "capsule-stream/1\n"
+
+// MaxFrameSize bounds the size one frame of a push stream may announce.
+const MaxFrameSize = 16 << 30
+
+// Errors of push streams.
+var (
+	ErrBadFrame       = errors.New("api: bad stream frame")
+	ErrDigestMismatch = errors.New("api: blob digest mismatch")
+)
+
+// FrameKind names what a frame of a push stream carries.
+type FrameKind string
+
+// The frame kinds.
+const (
+	// FrameBlob carries one blob; the header names its digest, verified as
+	// the frame is read.
+	FrameBlob FrameKind = "blob"
+	// FrameJournal carries journal lines (JSONL) continuing the target's
+	// copy of the journal after Count events.
+	FrameJournal FrameKind = "journal"
+	// FrameMessage carries one move-protocol Message (JSON), delivered
+	// after every earlier frame of the stream was stored.
+	FrameMessage FrameKind = "message"
+)
+
+// A push stream is the body of a push request: StreamMagic, then frames.
+// Each frame is a header line and exactly size bytes:
+//
+//	blob <digest> <size>\n<bytes>
+//	journal <count> <size>\n<bytes>
+//	message <size>\n<bytes>
+//
+// The stream ends at EOF after a complete frame. Blobs are content
+// addressed and verified on receipt; journal lines are checked by the
+// receiver's journal code; the message comes last.
+
+// Frame is the header of one frame.
+type Frame struct {
+	Kind   FrameKind
+	Digest digest.Digest // FrameBlob
+	Count  uint64        // FrameJournal: events the receiver already has
+	Size   int64
+}
+
+func (f Frame) header() string {
+	switch f.Kind {
+	case FrameBlob:
+		return fmt.Sprintf("blob %s %d\n", f.Digest, f.Size)
+	case FrameJournal:
+		return fmt.Sprintf("journal %d %d\n", f.Count, f.Size)
+	default:
+		return fmt.Sprintf("message %d\n", f.Size)
+	}
+}
+
+// WriteStreamHeader writes the magic that starts a push stream.
+func WriteStreamHeader(w io.Writer) error {
+	_, err := io.WriteString(w, StreamMagic)
+	return err
+}
+
+// WriteFrame writes f's header then f.Size bytes of r, and returns the
+// number of bytes written. It fails if r holds fewer than f.Size bytes.
+func WriteFrame(w io.Writer, f Frame, r io.Reader) (int64, error) {
+	hn, err := io.WriteString(w, f.header())
+	if err != nil {
+		return int64(hn), err
+	}
+	n, err := io.CopyN(w, r, f.Size)
+	if err == io.EOF {
+		err = fmt.Errorf("%w: %s frame is shorter than %d bytes", ErrBadFrame, f.Kind, f.Size)
+	}
+	return int64(hn) + n, err
+}
+
+// StreamReader reads the frames of a push stream.
+type StreamReader struct {
+	r       *bufio.Reader
+	cur     io.Reader
+	started bool
+	maxSize int64
+}
+
+// NewStreamReader reads a push stream from r; frames announcing more than
+// maxSize bytes are refused (maxSize <= 0 means MaxFrameSize).
+func NewStreamReader(r io.Reader, maxSize int64) *StreamReader {
+	if maxSize <= 0 {
+		maxSize = MaxFrameSize
+	}
+	return &StreamReader{r: bufio.NewReaderSize(r, 64<<10), maxSize: maxSize}
+}
+
+// Next returns the next frame's header and a reader of its content. A blob
+// frame's reader returns ErrDigestMismatch instead of io.EOF when the bytes
+// do not hash to the announced digest; every frame's reader returns
+// io.ErrUnexpectedEOF when the stream ends early. Next skips whatever the
+// previous frame's reader left unread. At the clean end of the stream Next
+// returns io.EOF.
+func (s *StreamReader) Next() (Frame, io.Reader, error) {
+	if err := s.start(); err != nil {
+		return Frame{}, nil, err
+	}
+	if s.cur != nil {
+		if _, err := io.Copy(io.Discard, s.cur); err != nil {
+			return Frame{}, nil, err
+		}
+	}
+	line, err := s.readLine()
+	if err != nil {
+		return Frame{}, nil, err
+	}
+	f, err := parseFrameHeader(line, s.maxSize)
+	if err != nil {
+		return Frame{}, nil, err
+	}
+	fr := &frameReader{f: f, r: io.LimitReader(s.r, f.Size)}
+	if f.Kind == FrameBlob {
+		fr.h = digest.NewHasher()
+	}
+	s.cur = fr
+	return f, fr, nil
+}
+
+func (s *StreamReader) start() error {
+	if s.started {
+		return nil
+	}
+	s.started = true
+	magic := make([]byte, len(StreamMagic))
+	if _, err := io.ReadFull(s.r, magic); err != nil || string(magic) != StreamMagic {
+		return fmt.Errorf("%w: stream does not start with %q", ErrBadFrame, strings.TrimSpace(StreamMagic))
+	}
+	return nil
+}
+
+func (s *StreamReader) readLine() (string, error) {
+	const maxLine = 128
+	var b strings.Builder
+	for {
+		c, err := s.r.ReadByte()
+		switch {
+		case err == io.EOF && b.Len() == 0:
+			return "", io.EOF
+		case err == io.EOF:
+			return "", fmt.Errorf("%w: header cut short", ErrBadFrame)
+		case err != nil:
+			return "", err
+		case c == '\n':
+			return b.String(), nil
+		case b.Len() >= maxLine:
+			return "", fmt.Errorf("%w: header longer than %d bytes", ErrBadFrame, maxLine)
+		}
+		b.WriteByte(c)
+	}
+}
+
+func parseFrameHeader(line string, maxSize int64) (Frame, error) {
+	fields := strings.Split(line, " ")
+	var f Frame
+	var err error
+	switch {
+	case fields[0] == string(FrameBlob) && len(fields) == 3:
+		f.Kind = FrameBlob
+		if f.Digest, err = digest.Parse(fields[1]); err != nil {
+			return Frame{}, fmt.Errorf("%w: %v", ErrBadFrame, err)
+		}
+	case fields[0] == string(FrameJournal) && len(fields) == 3:
+		f.Kind = FrameJournal
+		if f.Count, err = strconv.ParseUint(fields[1], 10, 64); err != nil || strconv.FormatUint(f.Count, 10) != fields[1] {
+			return Frame{}, fmt.Errorf("%w: journal count %q", ErrBadFrame, fields[1])
+		}
+	case fields[0] == string(FrameMessage) && len(fields) == 2:
+		f.Kind = FrameMessage
+	default:
+		return Frame{}, fmt.Errorf("%w: header %q", ErrBadFrame, clip(line))
+	}
+	ss := fields[len(fields)-1]
+	f.Size, err = strconv.ParseInt(ss, 10, 64)
+	if err != nil || f.Size < 0 || strconv.FormatInt(f.Size, 10) != ss {
+		return Frame{}, fmt.Errorf("%w: size %q", ErrBadFrame, ss)
+	}
+	if f.Size > maxSize {
+		return Frame{}, fmt.Errorf("%w: %s frame announces %d bytes, limit %d", ErrBadFrame, f.Kind, f.Size, maxSize)
+	}
+	return f, nil
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+type frameReader struct {
+	f    Frame
+	r    io.Reader
+	h    *digest.Hasher // blob frames only
+	n    int64
+	done bool
+}
+
+func (fr *frameReader) Read(p []byte) (int, error) {
+	if fr.done {
+		return 0, io.EOF
+	}
+	n, err := fr.r.Read(p)
+	fr.n += int64(n)
+	if fr.h != nil {
+		fr.h.Write(p[:n])
+	}
+	if err != io.EOF {
+		return n, err
+	}
+	fr.done = true
+	if fr.n != fr.f.Size {
+		return n, fmt.Errorf("%w: %s frame ended after %d of %d bytes", io.ErrUnexpectedEOF, fr.f.Kind, fr.n, fr.f.Size)
+	}
+	if fr.h != nil && fr.h.Digest() != fr.f.Digest {
+		return n, fmt.Errorf("%w: announced %s, content is %s", ErrDigestMismatch, fr.f.Digest, fr.h.Digest())
+	}
+	return n, io.EOF
+}

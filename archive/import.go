@@ -1,0 +1,192 @@
+package archive
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentcapsule/capsule/vfs"
+)
+
+// StagingPrefix starts the name of every staging folder Import creates
+// beside its destination, so leftovers of a crash are recognisable; the next
+// import into the same destination removes them (FORMAT §9.4).
+const StagingPrefix = ".capsule-import-"
+
+// ErrNoVerifier is returned by Import when ImportConfig.Verify is nil: an
+// import that checks nothing is never what the caller meant.
+var ErrNoVerifier = errors.New("archive: no verifier configured")
+
+// ImportConfig controls Import.
+type ImportConfig struct {
+	// Limits bound the archive; zero fields take their defaults.
+	Limits Limits
+	// Verify checks the unpacked capsule before it is moved into place. Required.
+	Verify Verifier
+	// Trust decides which signatures are accepted. With the zero value a
+	// manifest.json.sig must still match the manifest if present.
+	Trust Trust
+	// Progress, if set, receives the content bytes written.
+	Progress Progress
+}
+
+// ImportResult describes a finished import.
+type ImportResult struct {
+	Dir         string `json:"dir"`              // the destination
+	Entries     int    `json:"entries"`          // tar entries read
+	Files       int    `json:"files"`            // regular files written
+	Bytes       int64  `json:"bytes"`            // content bytes written
+	Compression string `json:"compression"`      // "none" or "zstd"
+	Signed      bool   `json:"signed"`           // the archive holds manifest.json.sig
+	Signer      string `json:"signer,omitempty"` // its key's SHA256 fingerprint
+	Trusted     bool   `json:"trusted"`          // an allowed signer made it (Trust.AllowedSigners)
+}
+
+// ImportFile is Import of the archive file at path (read through fsys).
+func ImportFile(fsys vfs.FS, path, dir string, cfg ImportConfig) (*ImportResult, error) {
+	f, err := fsys.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", path, err)
+	}
+	defer f.Close()
+	return Import(fsys, f, dir, cfg)
+}
+
+// Import unpacks the archive r into the new capsule folder dir (FORMAT §9):
+// into a staging folder beside dir, checking every entry; then it runs
+// cfg.Verify on the staging folder, syncs every directory, renames the
+// staging folder to dir and syncs dir's parent. On any refusal it removes
+// the staging folder and dir is never created. dir must not exist, or be an
+// empty directory; its parent must exist.
+//
+// After a crash at any point dir is either absent (or the empty directory
+// it was), or complete and verified; a leftover staging folder carries
+// StagingPrefix and is removed by the next import into dir.
+func Import(fsys vfs.FS, r io.Reader, dir string, cfg ImportConfig) (*ImportResult, error) {
+	if cfg.Verify == nil {
+		return nil, ErrNoVerifier
+	}
+	dir = filepath.Clean(dir)
+	parent, base := filepath.Dir(dir), filepath.Base(dir)
+	if err := checkDest(fsys, dir); err != nil {
+		return nil, err
+	}
+	removeStaging(fsys, parent, base)
+	staging, err := makeStaging(fsys, parent, base)
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", dir, err)
+	}
+	res, err := importInto(fsys, r, staging, cfg)
+	if err != nil {
+		_ = fsys.RemoveAll(staging)
+		return nil, fmt.Errorf("import %s: %w", dir, err)
+	}
+	if err := fsys.Rename(staging, dir); err != nil {
+		_ = fsys.RemoveAll(staging)
+		return nil, fmt.Errorf("import %s: %w", dir, err)
+	}
+	if err := fsys.SyncDir(parent); err != nil {
+		return nil, fmt.Errorf("import %s: sync parent: %w", dir, err)
+	}
+	res.Dir = dir
+	return res, nil
+}
+
+// importInto unpacks, verifies and syncs the staging folder.
+func importInto(fsys vfs.FS, r io.Reader, staging string, cfg ImportConfig) (*ImportResult, error) {
+	lim := cfg.Limits.withDefaults()
+	src, comp, closeFn, err := openStream(r, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer closeFn()
+	x := newExtractor(fsys, staging, lim, false, true, cfg.Progress)
+	if err := x.run(src); err != nil {
+		return nil, err
+	}
+	problems, err := cfg.Verify(fsys, staging)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	st, err := CheckSignature(fsys, staging, cfg.Trust)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	if problems = append(problems, st.Problems...); len(problems) > 0 {
+		return nil, &VerifyError{Problems: problems}
+	}
+	if err := x.syncDirs(); err != nil {
+		return nil, err
+	}
+	return &ImportResult{Entries: x.entries, Files: x.files, Bytes: x.total, Compression: comp.String(),
+		Signed: st.Present, Signer: st.Signer, Trusted: st.Trusted}, nil
+}
+
+// checkDest accepts a destination that does not exist or is an empty
+// directory, and whose parent is a directory.
+func checkDest(fsys vfs.FS, dir string) error {
+	parent := filepath.Dir(dir)
+	if info, err := fsys.Stat(parent); err != nil || !info.IsDir() {
+		return fmt.Errorf("import %s: parent directory %s does not exist", dir, parent)
+	}
+	info, err := fsys.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("import %s: %w", dir, err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("import %s: %w (it is not a directory)", dir, ErrDestExists)
+	}
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", dir, err)
+	}
+	if len(ents) > 0 {
+		return fmt.Errorf("import %s: %w (%d entries)", dir, ErrDestExists, len(ents))
+	}
+	return nil
+}
+
+// stagingStem is the part of a staging folder's name fixed by its
+// destination: the prefix and a short hash of the destination's base name
+// (a hash, so any base name gives a short, unambiguous stem).
+func stagingStem(base string) string {
+	sum := sha256.Sum256([]byte(base))
+	return StagingPrefix + hex.EncodeToString(sum[:6]) + "-"
+}
+
+// makeStaging creates a fresh staging folder beside the destination.
+func makeStaging(fsys vfs.FS, parent, base string) (string, error) {
+	var rnd [6]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", err
+	}
+	staging := filepath.Join(parent, stagingStem(base)+hex.EncodeToString(rnd[:]))
+	if err := fsys.Mkdir(staging, DirMode); err != nil {
+		return "", err
+	}
+	return staging, nil
+}
+
+// removeStaging removes the staging folders a crashed import into
+// parent/base left behind. It is best effort: a failure only leaves litter.
+func removeStaging(fsys vfs.FS, parent, base string) {
+	ents, err := fsys.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	stem := stagingStem(base)
+	for _, e := range ents {
+		if rest, ok := strings.CutPrefix(e.Name(), stem); ok && len(rest) == 12 && e.IsDir() {
+			_ = fsys.RemoveAll(filepath.Join(parent, e.Name()))
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// rsyncd is an rsync daemon on 127.0.0.1 with two writable modules:
+// "capsule" (files in root/rsync-capsule) and "work" (root/rsync-work).
+type rsyncd struct {
+	root string
+	port int
+	cmd  *exec.Cmd
+}
+
+// modules of the daemon.
+var modules = []string{"capsule", "work"}
+
+func (d *rsyncd) dir(module string) string { return filepath.Join(d.root, "rsync-"+module) }
+
+// startRsyncd writes a config under root and runs `rsync --daemon
+// --no-detach` until stop.
+func startRsyncd(root string) (*rsyncd, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	d := &rsyncd{root: root, port: port}
+	conf := filepath.Join(root, "rsyncd.conf")
+	text := fmt.Sprintf("use chroot = false\nuid = %d\ngid = %d\npid file = %s\nlog file = %s\n",
+		os.Getuid(), os.Getgid(), filepath.Join(root, "rsyncd.pid"), filepath.Join(root, "rsyncd.log"))
+	for _, m := range modules {
+		if err := os.MkdirAll(d.dir(m), 0o755); err != nil {
+			return nil, err
+		}
+		text += fmt.Sprintf("[%s]\n  path = %s\n  read only = false\n", m, d.dir(m))
+	}
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		return nil, err
+	}
+	d.cmd = exec.Command("rsync", "--daemon", "--no-detach", "--config="+conf, "--address=127.0.0.1", "--port="+strconv.Itoa(port))
+	dieWithParent(d.cmd)
+	if err := d.cmd.Start(); err != nil {
+		return nil, err
+	}
+	return d, waitListening(fmt.Sprintf("127.0.0.1:%d", port), 10*time.Second)
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitListening(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("rsync daemon not listening on %s", addr)
+}
+
+func (d *rsyncd) stop() {
+	if d.cmd != nil && d.cmd.Process != nil {
+		_ = d.cmd.Process.Kill()
+		_ = d.cmd.Wait()
+	}
+}
+
+// rsyncRun is one `rsync -a --stats` run.
+type rsyncRun struct {
+	Seconds  float64
+	Sent     int64 // "Total bytes sent"
+	Received int64 // "Total bytes received"
+}
+
+// push runs `rsync -a --stats [extra] SRC/ rsync://127.0.0.1:PORT/MODULE/`.
+func (d *rsyncd) push(src, module string, extra ...string) (rsyncRun, error) {
+	args := append([]string{"-a", "--stats"}, extra...)
+	args = append(args, strings.TrimSuffix(src, "/")+"/", fmt.Sprintf("rsync://127.0.0.1:%d/%s/", d.port, module))
+	cmd := exec.Command("rsync", args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	run := rsyncRun{Seconds: time.Since(start).Seconds()}
+	if err != nil {
+		return run, fmt.Errorf("rsync: %w: %s", err, errb.String())
+	}
+	run.Sent = statValue(out.String(), "Total bytes sent")
+	run.Received = statValue(out.String(), "Total bytes received")
+	return run, nil
+}
+
+// statValue reads "LABEL: 1,234" from rsync's --stats output.
+func statValue(stats, label string) int64 {
+	m := regexp.MustCompile(regexp.QuoteMeta(label) + `:\s*([0-9,]+)`).FindStringSubmatch(stats)
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.ParseInt(strings.ReplaceAll(m[1], ",", ""), 10, 64)
+	return n
+}
+
+// reset empties a module's folder.
+func (d *rsyncd) reset(module string) error {
+	if err := os.RemoveAll(d.dir(module)); err != nil {
+		return err
+	}
+	return os.MkdirAll(d.dir(module), 0o755)
+}

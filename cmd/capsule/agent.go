@@ -1,0 +1,180 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/agentcapsule/capsule/api"
+	"github.com/spf13/cobra"
+)
+
+func init() { addCommand(newAgentCmd) }
+
+func newAgentCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "agent",
+		Short: "Create, list, inspect, stop and start the agents a node hosts",
+		Long: `Manage the agents of the node running on --data. A new agent gets a ULID as
+its ID, a capsule under DATA/agents/<ID>/capsule and a signed holder record
+at epoch 1 for this node; the node runs it with its built-in runner.`,
+		Example: `  capsule agent create --name demo --from ./workspace --data ~/capsule-a
+  capsule agent list --data ~/capsule-a
+  capsule agent status 01J... --data ~/capsule-a --json
+  capsule agent stop 01J... --data ~/capsule-a`,
+	}
+	c.AddCommand(newAgentCreateCmd(), newAgentListCmd(), newAgentStatusCmd(),
+		newAgentLifecycleCmd("stop", "Stop an agent at a step boundary (it stays stopped across restarts)"),
+		newAgentLifecycleCmd("start", "Start an agent this node holds"))
+	return c
+}
+
+func newAgentCreateCmd() *cobra.Command {
+	var data, name, from string
+	var stopped, asJSON bool
+	c := &cobra.Command{
+		Use:   "create",
+		Short: "Create a new agent on the node and start it",
+		Example: `  capsule agent create --name demo --data ~/capsule-a
+  capsule agent create --from ./workspace --stopped --data ~/capsule-a`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := localClient(data)
+			if err != nil {
+				return err
+			}
+			if from != "" {
+				if from, err = filepath.Abs(from); err != nil {
+					return usageError{err}
+				}
+			}
+			st, err := cl.CreateAgent(cmd.Context(), api.CreateAgentRequest{Name: name, From: from, Stopped: stopped})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), st.ID)
+			return nil
+		},
+	}
+	dataFlag(c, &data)
+	c.Flags().StringVar(&name, "name", "", "a human label for the agent")
+	c.Flags().StringVar(&from, "from", "", "a workspace folder to start from (copied)")
+	c.Flags().BoolVar(&stopped, "stopped", false, "create it without starting it")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the agent's status as JSON")
+	return c
+}
+
+func newAgentListCmd() *cobra.Command {
+	var data string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "list",
+		Short:   "List the agents the node knows",
+		Example: "  capsule agent list --data ~/capsule-a --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := localClient(data)
+			if err != nil {
+				return err
+			}
+			list, err := cl.Agents(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), list)
+			}
+			printAgents(cmd.OutOrStdout(), list)
+			return nil
+		},
+	}
+	dataFlag(c, &data)
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func printAgents(w io.Writer, list []api.AgentStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tNAME\tSTATE\tEPOCH\tSTEPS\tEVENTS\tHOLDER")
+	for _, a := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", a.ID, a.Name, a.State, a.Epoch, a.Steps, a.Events, a.Holder)
+	}
+	tw.Flush()
+}
+
+func newAgentStatusCmd() *cobra.Command {
+	var data string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "status AGENT",
+		Short:   "Show what the node knows about one agent",
+		Example: "  capsule agent status 01J... --data ~/capsule-a",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := localClient(data)
+			if err != nil {
+				return err
+			}
+			st, err := cl.Agent(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			printStatus(cmd.OutOrStdout(), st)
+			return nil
+		},
+	}
+	dataFlag(c, &data)
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func printStatus(w io.Writer, st api.AgentStatus) {
+	fmt.Fprintf(w, "agent:   %s %s\nstate:   %s\nepoch:   %d\nholder:  %s\nsteps:   %d\nevents:  %d\n",
+		st.ID, st.Name, st.State, st.Epoch, st.Holder, st.Steps, st.Events)
+	if st.Move != nil {
+		fmt.Fprintf(w, "move:    %s to %s at epoch %d: %s %s\n", st.Move.MoveID, st.Move.To, st.Move.Epoch, st.Move.Phase, st.Move.Outcome)
+	}
+	if st.Error != "" {
+		fmt.Fprintf(w, "error:   %s\n", st.Error)
+	}
+}
+
+func newAgentLifecycleCmd(verb, short string) *cobra.Command {
+	var data string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     verb + " AGENT",
+		Short:   short,
+		Example: "  capsule agent " + verb + " 01J... --data ~/capsule-a",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := localClient(data)
+			if err != nil {
+				return err
+			}
+			f := cl.StopAgent
+			if verb == "start" {
+				f = cl.StartAgent
+			}
+			st, err := f(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			printStatus(cmd.OutOrStdout(), st)
+			return nil
+		},
+	}
+	dataFlag(c, &data)
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}

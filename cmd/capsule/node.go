@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/node"
+	"github.com/agentcapsule/capsule/vfs"
+	"github.com/spf13/cobra"
+)
+
+func init() { addCommand(newNodeCmd) }
+
+// dataFlag adds --data (default $CAPSULE_DATA) to c.
+func dataFlag(c *cobra.Command, dir *string) {
+	c.Flags().StringVar(dir, "data", os.Getenv("CAPSULE_DATA"), "the node's data folder (default $CAPSULE_DATA)")
+}
+
+func needData(dir string) error {
+	if dir == "" {
+		return usageError{errors.New("--data is required (or set CAPSULE_DATA)")}
+	}
+	return nil
+}
+
+// localClient returns a client for the node running on dir.
+func localClient(dir string) (*api.LocalClient, error) {
+	if err := needData(dir); err != nil {
+		return nil, err
+	}
+	return api.NewLocalClient(filepath.Join(dir, node.SocketFile)), nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newNodeCmd() *cobra.Command {
+	var o struct {
+		data, listen, metrics, logFormat string
+		step                             time.Duration
+	}
+	c := &cobra.Command{
+		Use:   "node",
+		Short: "Run the node daemon that hosts, runs and moves agents",
+		Long: `Run the node daemon. It hosts agents under its data folder, runs them, and
+moves them to other nodes over mutual TLS with pinned node IDs.
+
+On first start it creates its key (DATA/node.key, mode 0600); its node ID is
+derived from the public key. Once it serves, it prints one JSON line on
+stdout with its ID, the address it listens on (the chosen port when you pass
+port 0) and its local socket, for scripts:
+
+  {"node":"n...","listen":"127.0.0.1:40123","socket":"DATA/node.sock"}
+
+The CLI talks to it through DATA/node.sock (mode 0600). SIGINT or SIGTERM
+freezes every running agent at a step boundary, commits its capsule and
+exits; agents that were running start again on the next start.`,
+		Example: `  capsule node --data ~/capsule-a --listen 127.0.0.1:7070
+  capsule node --data /tmp/b --listen 127.0.0.1:0 --metrics 127.0.0.1:9090 --log-format json
+  capsule node id --data ~/capsule-a
+  capsule node peer add nabc... 10.0.0.2:7070 --data ~/capsule-a`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := needData(o.data); err != nil {
+				return err
+			}
+			logger, err := newLogger(cmd.ErrOrStderr(), o.logFormat)
+			if err != nil {
+				return err
+			}
+			return runNode(cmd, node.Config{Dir: o.data, Listen: o.listen, MetricsAddr: o.metrics, Logger: logger,
+				StepInterval: o.step, Commit: buildCommit()})
+		},
+	}
+	dataFlag(c, &o.data)
+	c.Flags().StringVar(&o.listen, "listen", "127.0.0.1:7070", "node-to-node (mTLS) address; port 0 picks one")
+	c.Flags().StringVar(&o.metrics, "metrics", "", "serve /metrics, /healthz and /readyz on this address (off by default)")
+	c.Flags().StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
+	c.Flags().DurationVar(&o.step, "step-interval", 50*time.Millisecond, "pause between steps of the built-in runner")
+	c.AddCommand(newNodeIDCmd(), newPeerCmd())
+	return c
+}
+
+func newLogger(w io.Writer, format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, usageError{fmt.Errorf("--log-format %q: want text or json", format)}
+}
+
+func runNode(cmd *cobra.Command, cfg node.Config) error {
+	n, err := node.New(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := n.Start(); err != nil {
+		_ = n.Close(context.Background())
+		return err
+	}
+	line := map[string]string{"node": string(n.ID()), "listen": n.Addr(), "socket": filepath.Join(cfg.Dir, node.SocketFile)}
+	if m := n.MetricsAddr(); m != "" {
+		line["metrics"] = m
+	}
+	b, _ := json.Marshal(line)
+	fmt.Fprintln(cmd.OutOrStdout(), string(b))
+	<-ctx.Done()
+	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return n.Close(cctx)
+}
+
+func newNodeIDCmd() *cobra.Command {
+	var data string
+	c := &cobra.Command{
+		Use:   "id",
+		Short: "Print the node ID of a data folder (creating its key if needed)",
+		Long: `Print the node ID: "n" and 26 lowercase base32 characters of the sha256 of
+the node's ed25519 public key. Give it to the operators of other nodes, who
+add this node as a peer with its address.`,
+		Example: "  capsule node id --data ~/capsule-a",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := needData(data); err != nil {
+				return err
+			}
+			if err := vfs.MkdirAllDurable(vfs.OS{}, data, 0o700); err != nil {
+				return err
+			}
+			k, err := node.LoadOrCreateKey(vfs.OS{}, data, nil)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), k.ID())
+			return nil
+		},
+	}
+	dataFlag(c, &data)
+	return c
+}
+
+func newPeerCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "peer",
+		Short: "Manage the peers this node trusts (by node ID) and their addresses",
+		Long: `Manage the node's peers. A peer is trusted by its node ID: the TLS handshake
+refuses any node whose key does not derive an ID in this list. If the node
+runs, the change goes through its socket; otherwise peers.json is edited.`,
+		Example: `  capsule node peer add nq3x... 10.0.0.2:7070 --data ~/capsule-a
+  capsule node peer list --data ~/capsule-a --json
+  capsule node peer rm nq3x... --data ~/capsule-a`,
+	}
+	c.AddCommand(newPeerAddCmd(), newPeerListCmd(), newPeerRmCmd())
+	return c
+}
+
+// withPeers runs f on the running node's API, or on peers.json when no
+// node runs on dir.
+func withPeers(dir string, online func(*api.LocalClient) error, offline func(*node.Peers) error) error {
+	if err := needData(dir); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, node.SocketFile)); err == nil {
+		return online(api.NewLocalClient(filepath.Join(dir, node.SocketFile)))
+	}
+	p, err := node.OpenPeers(vfs.OS{}, dir)
+	if err != nil {
+		return err
+	}
+	return offline(p)
+}
+
+func newPeerAddCmd() *cobra.Command {
+	var data string
+	c := &cobra.Command{
+		Use:     "add ID ADDR",
+		Short:   "Trust a node by its ID and record its address",
+		Example: "  capsule node peer add nq3x... 10.0.0.2:7070 --data ~/capsule-a",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := node.ParseID(args[0]); err != nil {
+				return usageError{err}
+			}
+			return withPeers(data,
+				func(c *api.LocalClient) error { return c.AddPeer(cmd.Context(), api.Peer{ID: args[0], Addr: args[1]}) },
+				func(p *node.Peers) error { return p.Add(node.Peer{ID: node.ID(args[0]), Addr: args[1]}) })
+		},
+	}
+	dataFlag(c, &data)
+	return c
+}
+
+func newPeerListCmd() *cobra.Command {
+	var data string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:     "list",
+		Short:   "List the trusted peers",
+		Example: "  capsule node peer list --data ~/capsule-a",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var peers []api.Peer
+			err := withPeers(data,
+				func(c *api.LocalClient) (err error) { peers, err = c.Peers(cmd.Context()); return err },
+				func(p *node.Peers) error {
+					for _, x := range p.List() {
+						peers = append(peers, api.Peer{ID: string(x.ID), Addr: x.Addr})
+					}
+					return nil
+				})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if peers == nil {
+					peers = []api.Peer{}
+				}
+				return printJSON(cmd.OutOrStdout(), peers)
+			}
+			for _, p := range peers {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s  %s\n", p.ID, p.Addr)
+			}
+			return nil
+		},
+	}
+	dataFlag(c, &data)
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func newPeerRmCmd() *cobra.Command {
+	var data string
+	c := &cobra.Command{
+		Use:     "rm ID",
+		Short:   "Stop trusting a node",
+		Example: "  capsule node peer rm nq3x... --data ~/capsule-a",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withPeers(data,
+				func(c *api.LocalClient) error { return c.RemovePeer(cmd.Context(), args[0]) },
+				func(p *node.Peers) error { return p.Remove(node.ID(args[0])) })
+		},
+	}
+	dataFlag(c, &data)
+	return c
+}

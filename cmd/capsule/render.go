@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/render"
+	"github.com/agentcapsule/capsule/render/wire"
+)
+
+func init() { addCommand(newRenderCmd) }
+
+type renderFlags struct {
+	provider   string
+	producer   string
+	model      string
+	window     int
+	tools      string
+	noThinking bool
+	report     bool
+	json       bool
+}
+
+func newRenderCmd() *cobra.Command {
+	var f renderFlags
+	cmd := &cobra.Command{
+		Use:   "render PATH",
+		Short: "Print the request an agent's journal renders to for one model",
+		Long: `Render the journal of a capsule (PATH is a capsule folder, or a journal .jsonl
+file) into the request body of one model API and print it on stdout, exactly
+as it would be sent. Rendering is a pure function of the journal, the target
+and the window: it never calls the provider.
+
+The renderer keeps private reasoning only for the model that produced it,
+gives every call without a result an explicit error result, drops results
+that answer no call, maps tool-call IDs into the target's syntax, and fits
+the window by keeping the newest whole units behind a short digest of what
+it dropped. --report says what it did and how many tokens it estimates.
+
+Providers: openai-chat (also OpenAI-compatible servers), openai-responses
+(stateless), anthropic, gemini (the REST body; the model goes in the URL),
+ollama (native /api/chat).`,
+		Example: `  capsule render ./agent --provider anthropic --model claude-sonnet-4-6
+  capsule render ./agent --provider openai-chat --model gpt-4.1 --window 8000 --report
+  capsule render ./agent --provider gemini --model gemini-3-pro --tools tools.json
+  capsule render ./agent --provider openai-chat --producer deepseek --model deepseek-reasoner
+  capsule render ./agent --provider ollama --model qwen3 --json | jq .report.tokens
+
+tools.json is a JSON array of {"name", "description", "parameters"}, where
+parameters is the JSON Schema of the arguments.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runRender(cmd, args[0], f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.provider, "provider", "", "wire API: openai-chat, openai-responses, anthropic, gemini or ollama (required)")
+	fl.StringVar(&f.model, "model", "", "model name (required)")
+	fl.StringVar(&f.producer, "producer", "", "provider name the journal records for this model, when not the API's default (e.g. deepseek)")
+	fl.IntVar(&f.window, "window", 0, "input token budget (default: the model's context window minus its maximum output)")
+	fl.StringVar(&f.tools, "tools", "", "JSON file with the tool set: an array of {name, description, parameters}")
+	fl.BoolVar(&f.noThinking, "no-thinking", false, "ask for a request without extended thinking where the model allows it")
+	fl.BoolVar(&f.report, "report", false, "print what was dropped, synthesized, remapped or truncated, and the token estimate, on stderr")
+	fl.BoolVar(&f.json, "json", false, `print {"request": BODY, "report": REPORT} as one JSON object`)
+	return cmd
+}
+
+func runRender(cmd *cobra.Command, path string, f renderFlags) error {
+	t, err := renderTarget(f)
+	if err != nil {
+		return usageError{err}
+	}
+	events, err := renderJournal(path)
+	if err != nil {
+		return err
+	}
+	body, rep, err := wire.Render(events, t)
+	if err != nil {
+		return fmt.Errorf("render: %w", err)
+	}
+	out := cmd.OutOrStdout()
+	if f.json {
+		return json.NewEncoder(out).Encode(struct {
+			Request json.RawMessage `json:"request"`
+			Report  *render.Report  `json:"report"`
+		}{body, rep})
+	}
+	if _, err := out.Write(append(body, '\n')); err != nil {
+		return err
+	}
+	if f.report {
+		return rep.WriteText(cmd.ErrOrStderr())
+	}
+	return nil
+}
+
+func renderTarget(f renderFlags) (render.Target, error) {
+	t := render.Target{API: render.API(f.provider), Provider: f.producer, Model: f.model, Window: f.window, NoThinking: f.noThinking}
+	if f.provider == "" || f.model == "" {
+		return t, errors.New("--provider and --model are required")
+	}
+	if f.window < 0 {
+		return t, errors.New("--window must not be negative")
+	}
+	if f.tools != "" {
+		data, err := os.ReadFile(f.tools)
+		if err != nil {
+			return t, fmt.Errorf("--tools: %w", err)
+		}
+		if err := json.Unmarshal(data, &t.Tools); err != nil {
+			return t, fmt.Errorf("--tools %s: want a JSON array of {name, description, parameters}: %w", f.tools, err)
+		}
+	}
+	return t, t.Validate()
+}
+
+// renderJournal reads a capsule's journal (or a .jsonl file) and puts its
+// events in total order.
+func renderJournal(path string) ([]journal.Event, error) {
+	if !strings.HasSuffix(path, ".jsonl") {
+		path = filepath.Join(path, "memory", "timeline_events.jsonl")
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	data, err := io.ReadAll(file)
+	if err != nil {
+		return nil, err
+	}
+	events, err := journal.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, verifyError{fmt.Errorf("%s: %w", path, err)}
+	}
+	journal.Sort(events)
+	return events, nil
+}

@@ -1,0 +1,226 @@
+package logfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/vfs"
+	"github.com/google/go-cmp/cmp"
+)
+
+const jpath = "/cap/memory/timeline_events.jsonl"
+
+func user(text string) journal.UserMessage { return journal.UserMessage{Text: text} }
+
+func open(t *testing.T, fsys vfs.FS, epoch uint64) *Log {
+	t.Helper()
+	l, err := Open(Config{FS: fsys, Path: jpath, Epoch: epoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func readJournal(t *testing.T, fsys vfs.FS) []journal.Event {
+	t.Helper()
+	data, err := vfs.ReadFile(fsys, jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, probs, err := journal.Check(bytes.NewReader(data))
+	if err != nil || len(probs) > 0 {
+		t.Fatalf("journal does not verify: %v %v", probs, err)
+	}
+	return events
+}
+
+func TestAppendIsDurable(t *testing.T) {
+	mem := vfs.NewMem()
+	l := open(t, mem, 1)
+	want, err := l.Append("m1", journal.KindUser, 1, "2026-01-01T00:00:00Z", user("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem.Crash() // only what was synced survives
+	got := readJournal(t, mem)
+	if diff := cmp.Diff([]journal.Event{want}, got); diff != "" {
+		t.Errorf("after crash (-want +got):\n%s", diff)
+	}
+}
+
+func TestConcurrentAppendsVerify(t *testing.T) {
+	mem := vfs.NewMem()
+	l := open(t, mem, 3)
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				if _, err := l.Append(fmt.Sprintf("m%d", g%3), journal.KindUser, 3, "", user(fmt.Sprint(g, i))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	events := readJournal(t, mem)
+	if len(events) != 320 {
+		t.Fatalf("got %d events, want 320", len(events))
+	}
+	if got, want := l.Summary(), journal.Summarize(events); !got.Equal(want) {
+		t.Errorf("Summary = %+v, want %+v", got, want)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := open(t, mem, 0)
+	if got := l2.Summary(); !got.Equal(journal.Summarize(events)) {
+		t.Errorf("reopened Summary = %+v", got)
+	}
+	if got := l2.Epoch(); got != 3 {
+		t.Errorf("reopened fence = %d, want 3 (the highest epoch written)", got)
+	}
+}
+
+func TestStaleEpochRefused(t *testing.T) {
+	mem := vfs.NewMem()
+	l := open(t, mem, 5)
+	_, err := l.Append("m1", journal.KindUser, 4, "", user("late"))
+	var se *journal.StaleEpochError
+	if !errors.Is(err, journal.ErrStaleEpoch) || !errors.As(err, &se) || se.Epoch != 4 || se.Holder != 5 {
+		t.Fatalf("got %v, want a StaleEpochError{4, 5}", err)
+	}
+	if _, err := l.Append("m1", journal.KindUser, 6, "", user("new holder")); err != nil {
+		t.Fatal(err)
+	}
+	// The journal now holds epoch 6: the fence rose with it.
+	if _, err := l.Append("m2", journal.KindUser, 5, "", user("old holder")); !errors.Is(err, journal.ErrStaleEpoch) {
+		t.Fatalf("append under 5 after 6: got %v, want ErrStaleEpoch", err)
+	}
+	if n := len(readJournal(t, mem)); n != 1 {
+		t.Errorf("journal has %d events, want 1", n)
+	}
+}
+
+func TestTornLastLineQuarantined(t *testing.T) {
+	for _, tc := range []struct {
+		name, tail, reason string
+	}{
+		{"no newline", `{"body":{"text":"x"},"clo`, "incomplete last line"},
+		{"zeros", "\x00\x00\x00\x00", "incomplete last line"},
+		{"garbage with newline", "{not json\n", "invalid JSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "timeline_events.jsonl")
+			l, err := Open(Config{Path: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := l.Append("m1", journal.KindUser, 0, "", user("kept"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Close()
+			good, _ := os.ReadFile(p)
+			f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString(tc.tail)
+			f.Close()
+
+			l, err = Open(Config{Path: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := l.Quarantined()
+			if len(q) != 1 || q[0].Path != p+".quarantine-1" || q[0].Line != 2 || q[0].Bytes != int64(len(tc.tail)) || !bytes.Contains([]byte(q[0].Reason), []byte(tc.reason)) {
+				t.Fatalf("Quarantined = %+v", q)
+			}
+			if moved, _ := os.ReadFile(q[0].Path); string(moved) != tc.tail {
+				t.Errorf("quarantine file holds %q, want %q", moved, tc.tail)
+			}
+			if now, _ := os.ReadFile(p); !bytes.Equal(now, good) {
+				t.Errorf("journal after recovery = %q, want %q", now, good)
+			}
+			e2, err := l.Append("m1", journal.KindUser, 0, "", user("next"))
+			if err != nil || e2.Prev != e.ID {
+				t.Fatalf("append after recovery: %v, prev %s want %s", err, e2.Prev, e.ID)
+			}
+		})
+	}
+}
+
+func TestCorruptMiddleRefused(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "j.jsonl")
+	l, _ := Open(Config{Path: p})
+	for i := 0; i < 3; i++ {
+		if _, err := l.Append("m1", journal.KindUser, 0, "", user(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	data, _ := os.ReadFile(p)
+	bad := bytes.Replace(data, []byte(`"text":"1"`), []byte(`"text":"X"`), 1)
+	os.WriteFile(p, bad, 0o644)
+	_, err := Open(Config{Path: p})
+	var ve *journal.VerifyError
+	if !errors.As(err, &ve) || ve.Problems[0].Line != 2 || ve.Problems[0].Code != journal.CodeID {
+		t.Fatalf("got %v, want a VerifyError at line 2", err)
+	}
+	if now, _ := os.ReadFile(p); !bytes.Equal(now, bad) {
+		t.Error("a refused open changed the file")
+	}
+}
+
+func TestImport(t *testing.T) {
+	src := journal.NewWriter("src")
+	var tail []journal.Event
+	for i := 0; i < 3; i++ {
+		e, err := src.Next(journal.KindUser, 1, "", user(fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tail = append(tail, e)
+	}
+	mem := vfs.NewMem()
+	l := open(t, mem, 2)
+	if n, err := l.Import(tail[:2]); err != nil || n != 2 {
+		t.Fatalf("Import = %d, %v", n, err)
+	}
+	if n, err := l.Import(tail); err != nil || n != 1 {
+		t.Fatalf("Import again = %d, %v; want 1 new", n, err)
+	}
+	if diff := cmp.Diff(tail, readJournal(t, mem)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	fork := journal.NewWriter("src")
+	f1, _ := fork.Next(journal.KindUser, 1, "", user("other"))
+	if _, err := l.Import([]journal.Event{f1}); !errors.Is(err, journal.ErrFork) {
+		t.Errorf("Import of a fork: got %v, want ErrFork", err)
+	}
+	e, err := l.Append("dst", journal.KindUser, 2, "", user("after"))
+	if err != nil || e.Clock != 4 {
+		t.Errorf("append after import: clock %d, %v; want clock 4", e.Clock, err)
+	}
+}
+
+func TestOpenRefusesShortJournal(t *testing.T) {
+	mem := vfs.NewMem()
+	l := open(t, mem, 0)
+	if _, err := l.Append("m1", journal.KindUser, 0, "", user("x")); err != nil {
+		t.Fatal(err)
+	}
+	committed := l.Summary().Bytes
+	l.Close()
+	if _, err := Open(Config{FS: mem, Path: jpath, Committed: committed + 1}); !errors.Is(err, ErrShort) {
+		t.Fatalf("got %v, want ErrShort", err)
+	}
+}

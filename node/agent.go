@@ -1,0 +1,401 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/capsule"
+	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/transfer"
+	"github.com/agentcapsule/capsule/vfs"
+)
+
+// Files and folders of an agent's folder DATA/agents/<agentID>/.
+const (
+	agentMetaFile = "agent.json"     // name and whether the operator wants it running
+	capsuleDir    = "capsule"        // the capsule folder, while this node holds the agent
+	workDir       = "work"           // the materialized workspace the runner changes
+	casDir        = "cas"            // pre-copied blobs (content-addressed, harmless)
+	incomingFile  = "incoming.jsonl" // the journal copy a move into this node builds
+	stagingDir    = "staging"        // staging/<moveID>/: one incoming move's capsule and workspace
+	journalInCap  = manifest.JournalPath
+)
+
+// ErrNotHeld is returned for an operation that needs this node to hold the agent.
+var ErrNotHeld = errors.New("node: agent not held here")
+
+// agentMeta is DATA/agents/<id>/agent.json.
+type agentMeta struct {
+	Name string `json:"name,omitempty"`
+	Run  bool   `json:"run"` // the operator wants it running (start/stop)
+}
+
+// agent is one agent known to this node: held and maybe running, or known
+// only as a target (epochs seen, an incoming move), or retired.
+type agent struct {
+	n   *Node
+	id  string
+	dir string
+
+	// mu serializes protocol steps and lifecycle changes of the agent.
+	mu      sync.Mutex
+	target  *transfer.Target
+	source  *transfer.Source // this node's latest move of the agent, or nil
+	meta    agentMeta
+	log     *eventLog    // open while this node holds the agent
+	run     *runLoop     // non-nil while the runner runs
+	blocked error        // why the agent may not run here (fail closed)
+	move    *moveRun     // the latest move this node started
+	lastErr atomic.Value // string: the runner's last error
+	cache   statCache    // the workspace's stat cache (source side)
+	inc     *incomingLog // the journal copy, in memory (target side)
+	in      *inMove      // the incoming move being staged
+	shadow  *shadowMem   // shadow.json and its snapshot, in memory
+
+	// stepMu is held for the whole of each runner step; taking it waits for
+	// a step boundary.
+	stepMu sync.Mutex
+	steps  atomic.Uint64
+}
+
+type runLoop struct {
+	stop chan struct{}
+	done chan struct{}
+}
+
+func (a *agent) path(elem ...string) string {
+	return filepath.Join(append([]string{a.dir}, elem...)...)
+}
+
+func (a *agent) capsule() string { return a.path(capsuleDir) }
+func (a *agent) work() string    { return a.path(workDir) }
+func (a *agent) cas() cas        { return cas{fsys: a.n.fsys, dir: a.path(casDir)} }
+
+// persist makes records durable, in order: the transfer package's one rule.
+func (a *agent) persist(recs []transfer.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := vfs.MkdirAllDurable(a.n.fsys, a.dir, 0o700); err != nil {
+		return fmt.Errorf("persist: %w", err)
+	}
+	for _, rec := range recs {
+		name := SourceFile
+		if rec.Target != nil {
+			name = HolderFile
+		}
+		if err := saveRecord(a.n.fsys, a.path(name), Sign(a.n.key, rec)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *agent) saveMeta() error {
+	b, err := json.MarshalIndent(a.meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	return vfs.WriteFile(a.n.fsys, a.path(agentMetaFile), append(b, '\n'), 0o600)
+}
+
+// stepTarget feeds in to the agent's Target and persists its records. On a
+// persist failure the Target is rolled back and nothing of the Ready is done.
+func (a *agent) stepTarget(in transfer.Input) (transfer.Ready, error) {
+	rd := a.target.Step(in)
+	if err := a.persist(rd.Records); err != nil {
+		a.target.Step(transfer.Input{Kind: transfer.InPersistFailed})
+		return transfer.Ready{}, err
+	}
+	return rd, nil
+}
+
+// mayRun reports the epoch this node may run the agent at, from its
+// durable records alone: a verified holder record and no move keeping it
+// frozen (transfer.MayRun).
+func (a *agent) mayRun() (uint64, bool) {
+	if a.blocked != nil || a.target == nil {
+		return 0, false
+	}
+	return transfer.MayRun(a.target, a.source)
+}
+
+// startLocked opens the journal and starts the runner, appending ev (a
+// lifecycle event) first. It refuses unless mayRun allows it.
+func (a *agent) startLocked(kind journal.Kind, body any) error {
+	if a.run != nil {
+		return nil
+	}
+	epoch, ok := a.mayRun()
+	if !ok {
+		return fmt.Errorf("%w: %s (%s)", ErrNotHeld, a.id, a.why())
+	}
+	if err := a.openLog(epoch); err != nil {
+		return err
+	}
+	if _, err := a.log.Append(kind, epoch, a.n.wallTime(), body); err != nil {
+		return err
+	}
+	return a.runLocked()
+}
+
+// runLocked starts the runner on the open journal, after the lifecycle
+// event that says why is durable. It refuses unless mayRun allows it.
+func (a *agent) runLocked() error {
+	if a.run != nil {
+		return nil
+	}
+	epoch, ok := a.mayRun()
+	if !ok || a.log == nil {
+		return fmt.Errorf("%w: %s (%s)", ErrNotHeld, a.id, a.why())
+	}
+	rl := &runLoop{stop: make(chan struct{}), done: make(chan struct{})}
+	a.run = rl
+	a.n.wg.Add(1)
+	go a.loop(rl, epoch)
+	a.n.log.Info("agent running", "agent", a.id, "epoch", epoch)
+	return nil
+}
+
+func (a *agent) openLog(epoch uint64) error {
+	if a.log != nil {
+		a.log.Fence(epoch)
+		return nil
+	}
+	var committed int64
+	if m, err := readManifestFile(a.n.fsys, a.capsule()); err == nil {
+		committed = m.Journal.Bytes
+	}
+	l, err := openEventLog(a.n.fsys, filepath.Join(a.capsule(), journalInCap), string(a.n.id), epoch, committed)
+	if err != nil {
+		return err
+	}
+	for _, q := range l.Quarantined() {
+		a.n.log.Warn("journal: torn last line set aside", "agent", a.id, "file", q.Path, "line", q.Line, "reason", q.Reason)
+	}
+	a.log = l
+	return nil
+}
+
+func (a *agent) why() string {
+	switch {
+	case a.blocked != nil:
+		return a.blocked.Error()
+	case a.target == nil || a.target.Holder() == 0:
+		return "no holder epoch on this node"
+	case a.source != nil && a.source.Frozen():
+		return "frozen by move " + a.source.State().Move + " (" + a.source.Phase() + ")"
+	}
+	return "not running"
+}
+
+// stopLocked stops the runner at a step boundary, journals why, and commits
+// the capsule (workspace snapshot, journal summary, holder) so that what is
+// on disk is complete. It is a no-op when the runner is not running.
+func (a *agent) stopLocked(reason string) error {
+	if stopped, err := a.haltLocked(reason); !stopped || err != nil {
+		return err
+	}
+	return a.commitLocked()
+}
+
+// haltLocked stops the runner at a step boundary and journals why (the
+// event is durable when it returns). It reports whether the runner was
+// running.
+func (a *agent) haltLocked(reason string) (bool, error) {
+	if a.run == nil {
+		return false, nil
+	}
+	close(a.run.stop)
+	<-a.run.done
+	a.run = nil
+	epoch := a.target.Holder()
+	if _, err := a.log.Append(journal.KindFrozen, epoch, a.n.wallTime(), journal.Frozen{Reason: reason}); err != nil {
+		return true, err
+	}
+	a.n.log.Info("agent frozen", "agent", a.id, "epoch", epoch, "reason", reason)
+	return true, nil
+}
+
+// commitLocked records the workspace into the capsule (blobs first, only
+// files changed since the last record are hashed) and commits the manifest
+// with this node as holder and the journal summary.
+func (a *agent) commitLocked() error {
+	c, err := capsule.Open(a.n.fsys, a.capsule(), capsule.Config{Writer: a.n.writer()})
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", a.id, err)
+	}
+	rec, err := a.record()
+	if err == nil {
+		err = a.storeRecord(c.Blobs(), rec)
+	}
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", a.id, err)
+	}
+	holder := manifest.Holder{Node: string(a.n.id), Epoch: a.target.Holder()}
+	if err := commitCapsule(c, rec.snap, holder, a.log.Summary()); err != nil {
+		return fmt.Errorf("commit %s: %w", a.id, err)
+	}
+	return nil
+}
+
+// commitHolderLocked commits the holder and the journal summary without
+// recording the workspace again (it was just checked out from the capsule).
+func (a *agent) commitHolderLocked() error {
+	holder := manifest.Holder{Node: string(a.n.id), Epoch: a.target.Holder()}
+	if err := commitHolder(a.n.fsys, a.capsule(), holder, a.log.Summary(), a.n.writer()); err != nil {
+		return fmt.Errorf("commit %s: %w", a.id, err)
+	}
+	return nil
+}
+
+// loop runs the runner until stop is closed, one step at a time.
+func (a *agent) loop(rl *runLoop, epoch uint64) {
+	defer a.n.wg.Done()
+	defer close(rl.done)
+	var step uint64
+	for {
+		select {
+		case <-rl.stop:
+			return
+		case <-a.n.clock.After(a.n.cfg.StepInterval):
+		}
+		select {
+		case <-rl.stop:
+			return
+		default:
+		}
+		step++
+		if err := a.step(epoch, step); err != nil {
+			a.n.log.Warn("runner step failed", "agent", a.id, "epoch", epoch, "err", err)
+			if errors.Is(err, journal.ErrStaleEpoch) {
+				return // fenced off: never write under an old epoch
+			}
+		}
+	}
+}
+
+func (a *agent) step(epoch, step uint64) error {
+	a.stepMu.Lock()
+	defer a.stepMu.Unlock()
+	env := &StepEnv{Agent: a.id, Node: a.n.id, Epoch: epoch, Step: step, FS: a.n.fsys, Workdir: a.work(), Now: a.n.clock.Now(),
+		Append: func(kind journal.Kind, body any) (journal.Event, error) {
+			return a.log.Append(kind, epoch, a.n.wallTime(), body)
+		}}
+	if err := a.n.cfg.Runner.Step(a.n.ctx, env); err != nil {
+		a.lastErr.Store(err.Error())
+		return err
+	}
+	a.steps.Add(1)
+	a.n.m.steps.Inc()
+	return nil
+}
+
+// status reports the agent as seen by this node. Caller holds a.mu.
+func (a *agent) status() api.AgentStatus {
+	st := api.AgentStatus{ID: a.id, Name: a.meta.Name, Node: string(a.n.id), Steps: a.steps.Load()}
+	if e, ok := a.lastErr.Load().(string); ok {
+		st.Error = e
+	}
+	if a.target != nil {
+		st.Epoch = a.target.Holder()
+		if st.Epoch == 0 {
+			st.Epoch = a.target.MaxEpoch()
+		}
+	}
+	st.State = a.state()
+	if st.State != api.StateRetired && a.target != nil && a.target.Holder() > 0 {
+		st.Holder = string(a.n.id)
+	}
+	if a.source != nil && a.source.Outcome() == transfer.OutcomeCommitted {
+		st.Successor = a.source.State().Peer
+		st.Holder = st.Successor
+	}
+	if a.blocked != nil {
+		st.Error = a.blocked.Error()
+	}
+	if a.log != nil {
+		st.Events = int(a.log.Pos().Count)
+	}
+	if a.move != nil {
+		ms := a.move.status()
+		st.Move = &ms
+	}
+	return st
+}
+
+func (a *agent) state() string {
+	switch {
+	case a.blocked != nil:
+		return api.StateBlocked
+	case a.run != nil:
+		return api.StateRunning
+	case a.target == nil || a.target.Holder() == 0:
+		return api.StateRetired
+	case a.source != nil && a.source.Frozen():
+		return api.StateFrozen
+	}
+	return api.StateStopped
+}
+
+// wallTime is the informational time of journal events.
+func (n *Node) wallTime() string { return n.clock.Now().UTC().Format(time.RFC3339Nano) }
+
+// loadAgent rebuilds an agent from its folder, failing closed: an agent
+// whose holder record is missing or invalid is known but blocked.
+func (n *Node) loadAgent(id string) *agent {
+	a := &agent{n: n, id: id, dir: filepath.Join(n.cfg.Dir, "agents", id)}
+	if b, err := vfs.ReadFile(n.fsys, a.path(agentMetaFile)); err == nil {
+		_ = json.Unmarshal(b, &a.meta)
+	}
+	t, err := LoadTarget(n.fsys, a.path(HolderFile), n.id, id)
+	if err != nil {
+		a.blocked = err
+		a.target = transfer.NewTarget(id, string(n.id))
+		return a
+	}
+	a.target = t
+	return a
+}
+
+// recoverSource rebuilds the agent's latest move from source.json, if any,
+// and returns the Ready the host must execute now.
+func (a *agent) recoverSource() (transfer.Ready, bool, error) {
+	rec, err := loadRecord(a.n.fsys, a.path(SourceFile), a.n.id, a.id)
+	if errors.Is(err, ErrNoHolder) {
+		return transfer.Ready{}, false, nil
+	}
+	if err != nil {
+		return transfer.Ready{}, false, err
+	}
+	src, rd, err := transfer.RecoverSource([]transfer.Record{rec.Record}, a.n.sourceConfig())
+	if err != nil {
+		return transfer.Ready{}, false, err
+	}
+	a.source = src
+	return rd, true, nil
+}
+
+func exists(fsys vfs.FS, path string) bool {
+	_, err := fsys.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// ctxDone reports whether ctx is cancelled.
+func ctxDone(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,119 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/journal/logfile"
+	"github.com/agentcapsule/capsule/transfer"
+	"github.com/agentcapsule/capsule/vfs"
+)
+
+// eventLog is an agent's journal as the node writes it: a logfile.Log
+// (durable, group-committed appends, fenced at the holder epoch, a torn
+// last line quarantined on open) written by this node's machine ID.
+type eventLog struct {
+	l       *logfile.Log
+	machine string
+}
+
+// openEventLog opens (creating if needed) the journal at path for machine,
+// fenced at holder. committed is how many bytes a manifest committed.
+func openEventLog(fsys vfs.FS, path, machine string, holder uint64, committed int64) (*eventLog, error) {
+	l, err := logfile.Open(logfile.Config{FS: fsys, Path: path, Epoch: holder, Committed: committed})
+	if err != nil {
+		return nil, err
+	}
+	return &eventLog{l: l, machine: machine}, nil
+}
+
+// Quarantined reports torn lines the log set aside when it opened.
+func (e *eventLog) Quarantined() []logfile.Quarantine { return e.l.Quarantined() }
+
+// Append writes one event under epoch and returns it once it is durable.
+func (e *eventLog) Append(kind journal.Kind, epoch uint64, wall string, body any) (journal.Event, error) {
+	return e.l.Append(e.machine, kind, epoch, wall, body)
+}
+
+// AppendAll writes events of this machine under epoch, in order, with one
+// write and one fsync: they are sealed here, continuing the journal's
+// chain and clock, then imported. The caller must be the journal's only
+// writer meanwhile (no runner step in flight).
+func (e *eventLog) AppendAll(epoch uint64, wall string, kinds []journal.Kind, bodies []any) error {
+	w := journal.NewWriterAfter(e.machine, e.l.Summary())
+	events := make([]journal.Event, len(kinds))
+	for i := range kinds {
+		ev, err := w.Next(kinds[i], epoch, wall, bodies[i])
+		if err != nil {
+			return err
+		}
+		w.Observe(&ev)
+		events[i] = ev
+	}
+	if e.l.Epoch() > epoch {
+		return fmt.Errorf("%w: epoch %d is below the journal's fence %d", journal.ErrStaleEpoch, epoch, e.l.Epoch())
+	}
+	n, err := e.l.Import(events)
+	if err == nil && n != len(events) {
+		err = fmt.Errorf("journal: %d of %d events written", n, len(events))
+	}
+	return err
+}
+
+// Import adds events sealed elsewhere (a move's journal tail), durably,
+// after checking they continue the journal; it returns how many it wrote.
+func (e *eventLog) Import(events []journal.Event) (int, error) { return e.l.Import(events) }
+
+// Pos returns the journal's position: event count and the ID of its last
+// event (the newest head: the file is kept in clock order).
+func (e *eventLog) Pos() transfer.JournalPos {
+	return posOfSummary(e.l.Summary())
+}
+
+func posOfSummary(s journal.Summary) transfer.JournalPos {
+	var last journal.Head
+	for _, h := range s.Heads {
+		if h.Clock > last.Clock {
+			last = h
+		}
+	}
+	return transfer.JournalPos{Count: uint64(s.Events), Head: last.ID}
+}
+
+// Summary returns the summary of every event appended so far.
+func (e *eventLog) Summary() journal.Summary { return e.l.Summary() }
+
+// Fence raises the epoch below which appends are refused.
+func (e *eventLog) Fence(holder uint64) { e.l.SetEpoch(holder) }
+
+// Close closes the file; every append is already durable.
+func (e *eventLog) Close() error { return e.l.Close() }
+
+// readJournal returns the complete events of the journal at path and the
+// byte length they occupy (a torn final line is excluded), without
+// changing the file.
+func readJournal(fsys vfs.FS, path string) ([]journal.Event, int64, error) {
+	data, err := vfs.ReadFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("read journal: %w", err)
+	}
+	size := int64(bytes.LastIndexByte(data, '\n') + 1)
+	events, err := journal.Decode(bytes.NewReader(data[:size]))
+	if err != nil {
+		return nil, 0, fmt.Errorf("read journal %s: %w", path, err)
+	}
+	return events, size, nil
+}
+
+func posOf(events []journal.Event) transfer.JournalPos {
+	if len(events) == 0 {
+		return transfer.JournalPos{}
+	}
+	return transfer.JournalPos{Count: uint64(len(events)), Head: events[len(events)-1].ID}
+}

@@ -1,0 +1,293 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/schema"
+	"github.com/agentcapsule/capsule/transfer"
+	"github.com/agentcapsule/capsule/vfs"
+	"github.com/oklog/ulid/v2"
+)
+
+// Info implements api.LocalService.
+func (n *Node) Info(ctx context.Context) (api.NodeInfo, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return api.NodeInfo{ID: string(n.id), Listen: n.addr, Release: schema.Release, Agents: len(n.agents)}, nil
+}
+
+// Peers implements api.LocalService.
+func (n *Node) Peers(ctx context.Context) ([]api.Peer, error) {
+	var out []api.Peer
+	for _, p := range n.peers.List() {
+		out = append(out, api.Peer{ID: string(p.ID), Addr: p.Addr})
+	}
+	return out, nil
+}
+
+// AddPeer implements api.LocalService.
+func (n *Node) AddPeer(ctx context.Context, p api.Peer) error {
+	if ID(p.ID) == n.id {
+		return fmt.Errorf("%w: %s is this node", api.ErrInvalid, p.ID)
+	}
+	if err := n.peers.Add(Peer{ID: ID(p.ID), Addr: p.Addr}); err != nil {
+		return fmt.Errorf("%w: %v", api.ErrInvalid, err)
+	}
+	n.log.Info("peer added", "peer", p.ID, "addr", p.Addr)
+	return nil
+}
+
+// RemovePeer implements api.LocalService.
+func (n *Node) RemovePeer(ctx context.Context, id string) error {
+	if err := n.peers.Remove(ID(id)); err != nil {
+		if errors.Is(err, ErrUnknownPeer) {
+			return fmt.Errorf("%w: %v", api.ErrNotFound, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Agents implements api.LocalService.
+func (n *Node) Agents(ctx context.Context) ([]api.AgentStatus, error) {
+	n.mu.Lock()
+	agents := n.sortedAgents()
+	n.mu.Unlock()
+	out := []api.AgentStatus{}
+	for _, a := range agents {
+		a.mu.Lock()
+		out = append(out, a.status())
+		a.mu.Unlock()
+	}
+	return out, nil
+}
+
+// Agent implements api.LocalService.
+func (n *Node) Agent(ctx context.Context, id string) (api.AgentStatus, error) {
+	a, err := n.getAgent(id)
+	if err != nil {
+		return api.AgentStatus{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status(), nil
+}
+
+// CreateAgent implements api.LocalService: a new capsule with a new agent
+// ID (a ULID), optionally recording the workspace folder req.From, held by
+// this node at epoch 1.
+func (n *Node) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (api.AgentStatus, error) {
+	uid, err := ulid.New(ulid.Timestamp(n.clock.Now()), rand.Reader)
+	if err != nil {
+		return api.AgentStatus{}, err
+	}
+	id := uid.String()
+	a := &agent{n: n, id: id, dir: filepath.Join(n.cfg.Dir, "agents", id), target: transfer.NewTarget(id, string(n.id))}
+	a.meta = agentMeta{Name: req.Name, Run: !req.Stopped}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.create(req.From, req.Model); err != nil {
+		return api.AgentStatus{}, fmt.Errorf("create agent: %w", err)
+	}
+	n.mu.Lock()
+	n.agents[id] = a
+	n.mu.Unlock()
+	if a.meta.Run {
+		if err := a.startLocked(journal.KindResumed, journal.Resumed{Reason: "created"}); err != nil {
+			return api.AgentStatus{}, err
+		}
+	}
+	n.log.Info("agent created", "agent", id, "name", req.Name)
+	return a.status(), nil
+}
+
+// create lays out the new agent: capsule, workspace, then the holder
+// record at epoch 1 (the last durable step: a node runs nothing without it).
+func (a *agent) create(from string, model *api.ModelRef) error {
+	fsys := a.n.fsys
+	if err := vfs.MkdirAllDurable(fsys, a.dir, 0o700); err != nil {
+		return err
+	}
+	if err := initCapsule(fsys, a.capsule(), a.id, a.meta.Name, a.n.capsuleConfig()); err != nil {
+		return err
+	}
+	if err := vfs.MkdirAllDurable(fsys, a.work(), 0o755); err != nil {
+		return err
+	}
+	if from != "" {
+		if err := copyTree(vfs.OS{}, from, fsys, a.work()); err != nil {
+			return fmt.Errorf("workspace %s: %w", from, err)
+		}
+	}
+	if err := a.saveMeta(); err != nil {
+		return err
+	}
+	if _, err := a.stepTarget(transfer.Input{Kind: transfer.InAdopt, Epoch: 1}); err != nil {
+		return err
+	}
+	if err := a.openLog(1); err != nil {
+		return err
+	}
+	if _, err := a.log.Append(journal.KindEpoch, 1, a.n.wallTime(), journal.EpochStart{Epoch: 1, Holder: string(a.n.id)}); err != nil {
+		return err
+	}
+	if model != nil {
+		mc := journal.ModelChange{Provider: model.Provider, API: model.API, Model: model.Model}
+		if _, err := a.log.Append(journal.KindModelChange, 1, a.n.wallTime(), mc); err != nil {
+			return err
+		}
+	}
+	return a.commitLocked()
+}
+
+// StopAgent implements api.LocalService: the runner stops at a step
+// boundary and stays stopped across restarts.
+func (n *Node) StopAgent(ctx context.Context, id string) (api.AgentStatus, error) {
+	a, err := n.getAgent(id)
+	if err != nil {
+		return api.AgentStatus{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.meta.Run = false
+	if err := a.saveMeta(); err != nil {
+		return api.AgentStatus{}, err
+	}
+	if err := a.stopLocked("stopped by operator"); err != nil {
+		return api.AgentStatus{}, err
+	}
+	return a.status(), nil
+}
+
+// StartAgent implements api.LocalService. It refuses unless this node holds
+// a valid holder record for the agent and no move keeps it frozen.
+func (n *Node) StartAgent(ctx context.Context, id string) (api.AgentStatus, error) {
+	a, err := n.getAgent(id)
+	if err != nil {
+		return api.AgentStatus{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.mayRun(); !ok {
+		return api.AgentStatus{}, fmt.Errorf("%w: %s: %s", api.ErrConflict, id, a.why())
+	}
+	a.meta.Run = true
+	if err := a.saveMeta(); err != nil {
+		return api.AgentStatus{}, err
+	}
+	if err := a.startLocked(journal.KindResumed, journal.Resumed{Reason: "started by operator"}); err != nil {
+		return api.AgentStatus{}, err
+	}
+	return a.status(), nil
+}
+
+// Move implements api.LocalService: it starts the move and reports its
+// progress until it ends, waits for its resolution (outcome "waiting"), or
+// ctx is done; the move goes on regardless.
+func (n *Node) Move(ctx context.Context, id string, req api.MoveRequest, progress func(api.MoveProgress)) (api.MoveResult, error) {
+	to, err := ParseID(req.To)
+	if err != nil {
+		return api.MoveResult{}, fmt.Errorf("%w: %v", api.ErrInvalid, err)
+	}
+	mr, err := n.startMove(id, to)
+	if err != nil {
+		return api.MoveResult{}, err
+	}
+	if progress != nil {
+		mr.mu.Lock()
+		mr.subs = append(mr.subs, progress)
+		mr.mu.Unlock()
+	}
+	select {
+	case <-mr.done:
+		return mr.result(id, n.id), nil
+	case <-mr.waiting:
+		// Activate was sent and its fate is unknown: the agent stays frozen
+		// while the node keeps resolving; the caller learns it now.
+		return mr.result(id, n.id), nil
+	case <-ctx.Done():
+		return mr.result(id, n.id), ctx.Err()
+	}
+}
+
+// MoveStatus implements api.LocalService.
+func (n *Node) MoveStatus(ctx context.Context, id string) (api.MoveStatus, error) {
+	a, err := n.getAgent(id)
+	if err != nil {
+		return api.MoveStatus{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.move != nil {
+		return a.move.status(), nil
+	}
+	if a.source != nil {
+		st := a.source.State()
+		return api.MoveStatus{MoveID: st.Move, To: st.Peer, Epoch: st.Epoch, Phase: a.source.Phase(), Outcome: string(a.source.Outcome()), Reason: st.Note}, nil
+	}
+	return api.MoveStatus{}, fmt.Errorf("%w: agent %s has no move", api.ErrNotFound, id)
+}
+
+// Resolve implements api.LocalService: `capsule move resolve`. Without
+// Force it asks the target again (a fencing resolve); with Force the
+// operator overrides a waiting or stale move: the agent resumes here at a
+// new epoch above every epoch this node knows, recording who forced it.
+func (n *Node) Resolve(ctx context.Context, id string, req api.ResolveRequest) (api.MoveStatus, error) {
+	a, err := n.getAgent(id)
+	if err != nil {
+		return api.MoveStatus{}, err
+	}
+	a.mu.Lock()
+	if a.source == nil {
+		a.mu.Unlock()
+		return api.MoveStatus{}, fmt.Errorf("%w: agent %s has no move to resolve", api.ErrNotFound, id)
+	}
+	in := transfer.Input{Kind: transfer.InResolve}
+	if req.Force {
+		by := req.By
+		if by == "" {
+			by = "operator"
+		}
+		in = transfer.Input{Kind: transfer.InForce, Operator: by, Epoch: a.target.MaxEpoch() + 1}
+	}
+	if a.move == nil {
+		st := a.source.State()
+		a.move = newMoveRun(st.Move, ID(st.Peer), st.Epoch)
+	}
+	mr := a.move
+	a.mu.Unlock()
+	mr.mu.Lock()
+	driving := mr.driving
+	mr.mu.Unlock()
+	if driving {
+		mr.inputs <- in
+	} else {
+		n.drive(a, mr, in)
+	}
+	return n.waitSettled(ctx, a, mr)
+}
+
+// waitSettled waits until the move's driver has nothing left to do, or a
+// few retry intervals, and reports the move's status.
+func (n *Node) waitSettled(ctx context.Context, a *agent, mr *moveRun) (api.MoveStatus, error) {
+	for i := 0; i < 50; i++ {
+		mr.mu.Lock()
+		driving := mr.driving
+		mr.mu.Unlock()
+		if !driving {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return mr.status(), ctx.Err()
+		case <-n.clock.After(n.cfg.RetryInterval / 4):
+		}
+	}
+	return mr.status(), nil
+}

@@ -1,0 +1,407 @@
+// Package node is the Capsule daemon: it hosts agents under a data folder,
+// runs each through a Runner, and moves them to other nodes by driving the
+// sans-IO machines of package transfer over mutual TLS with pinned node IDs.
+//
+// A node's identity is an ed25519 key created on first start
+// (DATA/node.key, mode 0600); its ID is derived from the public key (see
+// ID). The CLI talks to the node through the local API on a unix socket
+// (DATA/node.sock, mode 0600); nodes talk through the peer API, where both
+// ends present self-signed certificates and each checks the other's derived
+// ID during the handshake.
+//
+// The node takes its file system, clock, entropy and peer transport by
+// injection (Config), so tests run it on vfs.Mem or vfs.Faulty and wrap the
+// transport to lose requests or replies. Only cmd/capsule imports it.
+//
+// Data folder layout:
+//
+//	node.key                 the node key (PEM PKCS#8, 0600)
+//	peers.json               trusted peers: ID and address
+//	secrets.json             secret values by name (optional, must be 0600)
+//	node.sock                the local API socket (0600)
+//	agents/<agentID>/
+//	  holder.json            signed newest transfer.Target record: the holder record
+//	  source.json            signed newest transfer.Source record of the latest move
+//	  agent.json             name, and whether the operator wants it running
+//	  capsule/               the capsule folder, while this node holds the agent
+//	  work/                  the workspace the runner changes
+//	  cas/                   pre-copied blobs (content-addressed, verified on receipt)
+//	  incoming.jsonl         the journal copy an incoming move builds
+//	  shadow/                the next incoming move's staging, built during pre-copy:
+//	    capsule/             layout files of the last pre-copy round (no blobs, no journal)
+//	    work/                its workspace, a checkout of that round's snapshot
+//	  shadow.json            which manifest the shadow reflects (absent: no shadow)
+//	  staging/<moveID>/      the staged capsule and workspace of an incoming move
+//
+// A move keeps O(workspace) and O(journal) work out of its frozen window:
+// the source records the workspace with a stat cache and builds the frozen
+// manifest in memory (record.go); the target verifies blobs as they
+// arrive, keeps its journal copy open with a running digest (incoming.go),
+// builds the shadow during pre-copy (shadow.go), and stages a move by
+// renaming the shadow, the CAS store and the journal copy into place and
+// applying only what changed, made durable in one batch of concurrent
+// syncs (batch.go).
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/schema"
+	"github.com/agentcapsule/capsule/transfer"
+	"github.com/agentcapsule/capsule/vfs"
+)
+
+// SocketFile is the local API socket's name inside the data folder.
+const SocketFile = "node.sock"
+
+// Config configures a node. Only Dir is required.
+type Config struct {
+	// Dir is the data folder.
+	Dir string
+	// FS is the file system (default vfs.OS{}).
+	FS vfs.FS
+	// Clock paces runners and retries and measures frozen windows (default: real time).
+	Clock Clock
+	// Entropy feeds key generation (default crypto/rand).
+	Entropy io.Reader
+	// Logger receives structured logs (default: discard).
+	Logger *slog.Logger
+	// Listen is the peer API's TCP address (e.g. "127.0.0.1:0"); empty: no listener.
+	Listen string
+	// Socket is the local API's unix socket path; empty: DIR/node.sock; "-": none.
+	Socket string
+	// MetricsAddr serves /metrics, /healthz and /readyz; empty: none.
+	MetricsAddr string
+	// Runner runs agents (default CounterRunner).
+	Runner Runner
+	// StepInterval is the pause between runner steps (default 50ms).
+	StepInterval time.Duration
+	// Policy drives pre-copy (default transfer.DefaultPolicy).
+	Policy transfer.Policy
+	// Retries is the attempts per request before the point of no return
+	// (default transfer.DefaultRetries).
+	Retries int
+	// RequestTimeout bounds one peer request (default 30s).
+	RequestTimeout time.Duration
+	// RetryInterval paces resolve and abort retries (default 200ms).
+	RetryInterval time.Duration
+	// WrapTransport, if set, wraps the transport to each peer (tests use it
+	// to lose requests or replies of named calls).
+	WrapTransport func(peer ID, rt http.RoundTripper) http.RoundTripper
+	// Getenv reads the environment for secrets (default os.Getenv).
+	Getenv func(string) string
+	// Commit is the build's commit, recorded as the manifest's writer.
+	Commit string
+}
+
+func (c *Config) defaults() {
+	if c.FS == nil {
+		c.FS = vfs.OS{}
+	}
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Runner == nil {
+		c.Runner = CounterRunner{}
+	}
+	if c.StepInterval <= 0 {
+		c.StepInterval = 50 * time.Millisecond
+	}
+	if c.Policy == (transfer.Policy{}) {
+		c.Policy = transfer.DefaultPolicy
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 30 * time.Second
+	}
+	if c.RetryInterval <= 0 {
+		c.RetryInterval = 200 * time.Millisecond
+	}
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
+	if c.Socket == "" {
+		c.Socket = filepath.Join(c.Dir, SocketFile)
+	}
+}
+
+// Node is a running Capsule node.
+type Node struct {
+	cfg     Config
+	fsys    vfs.FS
+	clock   Clock
+	log     *slog.Logger
+	key     *Key
+	id      ID
+	cert    tls.Certificate
+	peers   *Peers
+	secrets *Secrets
+	m       *metrics
+
+	mu      sync.Mutex
+	agents  map[string]*agent
+	clients map[ID]*api.PeerClient
+
+	addr        string
+	metricsAddr string
+	servers     []*http.Server
+	ready       atomic.Bool
+	closed      atomic.Bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	hooks        nodeHooks
+	shadowsTaken atomic.Int64 // incoming moves staged from a shadow (tests read it)
+}
+
+// nodeHooks let tests and benchmarks act at fixed points of a move; the
+// zero value does nothing.
+type nodeHooks struct {
+	// beforeFreeze runs on the source when pre-copy ended, before the
+	// frozen window opens (the agent still runs).
+	beforeFreeze func(agent string)
+	// render replaces wire.Render in a target's prepare.
+	render renderFunc
+}
+
+var (
+	_ api.LocalService = (*Node)(nil)
+	_ api.PeerService  = (*Node)(nil)
+)
+
+// New opens the node's data folder (creating it and the key on first
+// start), loads its peers, secrets and agents, and recovers every move it
+// had in progress. It does not listen or run agents until Start.
+func New(cfg Config) (*Node, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("node: a data folder is required")
+	}
+	cfg.defaults()
+	n := &Node{cfg: cfg, fsys: cfg.FS, clock: cfg.Clock, log: cfg.Logger, m: newMetrics(),
+		agents: map[string]*agent{}, clients: map[ID]*api.PeerClient{}}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	if err := vfs.MkdirAllDurable(n.fsys, cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("node: data folder: %w", err)
+	}
+	var err error
+	if n.key, err = LoadOrCreateKey(n.fsys, cfg.Dir, cfg.Entropy); err != nil {
+		return nil, err
+	}
+	n.id = n.key.ID()
+	if n.cert, err = n.key.Certificate(); err != nil {
+		return nil, err
+	}
+	if n.peers, err = OpenPeers(n.fsys, cfg.Dir); err != nil {
+		return nil, err
+	}
+	if n.secrets, err = OpenSecrets(n.fsys, cfg.Dir, cfg.Getenv); err != nil {
+		return nil, err
+	}
+	n.log = n.log.With("node", string(n.id.Short()))
+	return n, n.loadAgents()
+}
+
+// ID returns the node's ID.
+func (n *Node) ID() ID { return n.id }
+
+// Addr returns the address the peer API listens on ("" before Start or
+// without Config.Listen).
+func (n *Node) Addr() string { return n.addr }
+
+// MetricsAddr returns the address /metrics is served on ("" if none).
+func (n *Node) MetricsAddr() string { return n.metricsAddr }
+
+// PeerList returns the node's peer list.
+func (n *Node) PeerList() *Peers { return n.peers }
+
+func (n *Node) writer() manifest.Writer {
+	return manifest.Writer{Release: schema.Release, Commit: n.cfg.Commit}
+}
+
+func (n *Node) sourceConfig() transfer.SourceConfig {
+	return transfer.SourceConfig{Policy: n.cfg.Policy, Retries: n.cfg.Retries}
+}
+
+func (n *Node) loadAgents() error {
+	dir := filepath.Join(n.cfg.Dir, "agents")
+	ents, err := n.fsys.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("node: agents: %w", err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			n.agents[e.Name()] = n.loadAgent(e.Name())
+		}
+	}
+	return nil
+}
+
+// Start serves the peer API (Config.Listen), the local API (Config.Socket)
+// and metrics (Config.MetricsAddr), finishes interrupted moves, and starts
+// every agent this node holds that the operator wants running.
+func (n *Node) Start() error {
+	if n.cfg.Listen != "" {
+		if err := n.listenPeers(); err != nil {
+			return err
+		}
+	}
+	if n.cfg.Socket != "-" {
+		if err := n.listenLocal(); err != nil {
+			return err
+		}
+	}
+	if n.cfg.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", n.cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("node: metrics: %w", err)
+		}
+		n.metricsAddr = ln.Addr().String()
+		if err := n.serveOn(ln, n.m.handler(n.ready.Load)); err != nil {
+			return err
+		}
+	}
+	n.recover()
+	n.ready.Store(true)
+	return nil
+}
+
+func (n *Node) listenPeers() error {
+	cfg := ServerTLS(n.cert, n.peers.Known)
+	ln, err := net.Listen("tcp", n.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("node: listen: %w", err)
+	}
+	n.addr = ln.Addr().String()
+	return n.serveOn(tls.NewListener(ln, cfg), n.PeerHandler())
+}
+
+func (n *Node) listenLocal() error {
+	_ = os.Remove(n.cfg.Socket) // a stale socket of a previous run
+	ln, err := net.Listen("unix", n.cfg.Socket)
+	if err != nil {
+		return fmt.Errorf("node: local socket: %w", err)
+	}
+	if err := os.Chmod(n.cfg.Socket, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("node: local socket: %w", err)
+	}
+	return n.serveOn(ln, api.NewLocalHandler(n))
+}
+
+func (n *Node) serveOn(ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelDebug), ReadHeaderTimeout: 10 * time.Second}
+	n.mu.Lock()
+	n.servers = append(n.servers, srv)
+	n.mu.Unlock()
+	go func() { _ = srv.Serve(ln) }()
+	return nil
+}
+
+// PeerHandler returns the peer API handler; it identifies callers by the
+// certificate they presented in the TLS handshake.
+func (n *Node) PeerHandler() http.Handler {
+	return api.NewPeerHandler(n, func(r *http.Request) (string, error) {
+		if r.TLS == nil {
+			return "", fmt.Errorf("%w: not a TLS connection", ErrPeerRefused)
+		}
+		id, err := PeerID(r.TLS.PeerCertificates)
+		if err != nil {
+			return "", err
+		}
+		if !n.peers.Known(id) {
+			return "", &PeerIDError{Got: id}
+		}
+		return string(id), nil
+	})
+}
+
+// Close shuts the node down gracefully: it stops accepting requests,
+// freezes every running agent at a step boundary (journal synced, capsule
+// committed, the freeze journaled), and waits for its goroutines. Agents
+// the operator wanted running start again on the next Start.
+func (n *Node) Close(ctx context.Context) error {
+	if !n.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	n.ready.Store(false)
+	n.mu.Lock()
+	servers := n.servers
+	agents := n.sortedAgents()
+	n.mu.Unlock()
+	for _, s := range servers {
+		_ = s.Shutdown(ctx)
+	}
+	var errs []error
+	for _, a := range agents {
+		a.mu.Lock()
+		if err := a.stopLocked("node shutdown"); err != nil {
+			errs = append(errs, err)
+		}
+		if a.log != nil {
+			_ = a.log.Close()
+		}
+		a.dropIncoming()
+		a.in.closeLog()
+		a.mu.Unlock()
+	}
+	n.cancel()
+	n.wg.Wait()
+	if n.cfg.Socket != "-" {
+		_ = os.Remove(n.cfg.Socket)
+	}
+	n.log.Info("node stopped")
+	return errors.Join(errs...)
+}
+
+func (n *Node) sortedAgents() []*agent {
+	out := make([]*agent, 0, len(n.agents))
+	for _, a := range n.agents {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// getAgent returns the agent with the given ID, or an error wrapping api.ErrNotFound.
+func (n *Node) getAgent(id string) (*agent, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	a, ok := n.agents[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: agent %s", api.ErrNotFound, id)
+	}
+	return a, nil
+}
+
+// targetAgent returns the agent for an incoming request, creating an entry
+// for an agent this node has never seen (it persists nothing until the
+// Target asks it to).
+func (n *Node) targetAgent(id string) *agent {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	a, ok := n.agents[id]
+	if !ok {
+		a = &agent{n: n, id: id, dir: filepath.Join(n.cfg.Dir, "agents", id), target: transfer.NewTarget(id, string(n.id))}
+		n.agents[id] = a
+	}
+	return a
+}

@@ -1,0 +1,42 @@
+package node
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/agentcapsule/capsule/api"
+)
+
+// client returns the peer API client for peer id, dialling with mutual TLS
+// pinned to id. Clients are cached per peer and address.
+func (n *Node) client(id ID) (*api.PeerClient, error) {
+	peer, ok := n.peers.Get(id)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownPeer, id)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	key := ID(string(id) + "@" + peer.Addr)
+	if c, ok := n.clients[key]; ok {
+		return c, nil
+	}
+	var rt http.RoundTripper = &http.Transport{
+		TLSClientConfig:     ClientTLS(n.cert, id),
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		TLSHandshakeTimeout: 5 * time.Second,
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	if n.cfg.WrapTransport != nil {
+		rt = n.cfg.WrapTransport(id, rt)
+	}
+	c := api.NewPeerClient("https://"+peer.Addr, rt)
+	n.clients[key] = c
+	return c, nil
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

@@ -1,0 +1,148 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/render"
+	"github.com/agentcapsule/capsule/render/wire"
+)
+
+// Notes of a prepare that rendered nothing (not failures: the agent's next
+// step has nothing to send yet, or no model to send it to).
+const (
+	noteNoModel = "the journal names no model (no model_change event): nothing to render"
+	noteEmpty   = "the journal holds no conversation yet (no user or assistant message): nothing to render"
+)
+
+// renderFunc renders a journal into a request body; tests replace it.
+type renderFunc func([]journal.Event, render.Target) ([]byte, *render.Report, error)
+
+// A target's prepare renders the journal for the agent's current model
+// (docs/PROTOCOL.md §3, phase 4): it builds the request body the agent's
+// next step would send, and fails the prepare if it cannot, so that a
+// target that could not serve the agent never activates it. The body is
+// thrown away; the report travels back to the source in the push reply.
+
+// renderJournal renders events for the newest model_change among them
+// with fn (nil: wire.Render). now measures the render. A journal without a
+// model_change, or without a conversation yet, gives a report whose Note
+// says so, and no error.
+func renderJournal(events []journal.Event, fn renderFunc, now func() time.Time) (*api.RenderReport, error) {
+	if fn == nil {
+		fn = wire.Render
+	}
+	mc, ok, err := currentModel(events)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return &api.RenderReport{Events: len(events), Note: noteNoModel}, nil
+	}
+	t := renderTarget(mc)
+	rr := &api.RenderReport{Model: &api.ModelRef{Provider: mc.Provider, API: mc.API, Model: mc.Model}, RenderAPI: string(t.API), Events: len(events)}
+	start := now()
+	body, rep, err := fn(events, t)
+	rr.Micros = now().Sub(start).Microseconds()
+	switch {
+	case errors.Is(err, render.ErrEmpty):
+		rr.Note = noteEmpty
+		return rr, nil
+	case err != nil:
+		return nil, fmt.Errorf("render for %s %s: %w", mc.Provider, mc.Model, err)
+	}
+	rr.Bytes, rr.Tokens = len(body), rep.Tokens.Estimated
+	return rr, nil
+}
+
+// currentModel returns the body of the newest model_change event.
+func currentModel(events []journal.Event) (journal.ModelChange, bool, error) {
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Kind != journal.KindModelChange {
+			continue
+		}
+		var mc journal.ModelChange
+		if err := json.Unmarshal(events[i].Body, &mc); err != nil {
+			return mc, false, fmt.Errorf("render: model_change %s: %w", events[i].ID, err)
+		}
+		return mc, true, nil
+	}
+	return journal.ModelChange{}, false, nil
+}
+
+// renderTarget maps a model_change to the wire format that serves it: an
+// API already named as a wire format is taken as is; otherwise the
+// provider's own API (Ollama's native chat, Anthropic messages, Gemini
+// generateContent, OpenAI Responses) or, for any other "chat" provider, an
+// OpenAI-compatible Chat Completions server.
+func renderTarget(mc journal.ModelChange) render.Target {
+	t := render.Target{Provider: mc.Provider, Model: mc.Model}
+	for _, w := range render.APIs {
+		if string(w) == mc.API {
+			t.API = w
+			return t
+		}
+	}
+	switch {
+	case mc.Provider == "ollama":
+		t.API = render.Ollama
+	case mc.Provider == "anthropic" || mc.API == "messages":
+		t.API = render.Anthropic
+	case mc.Provider == "google" || mc.Provider == "gemini" || mc.API == "generateContent":
+		t.API = render.Gemini
+	case mc.API == "responses":
+		t.API = render.OpenAIResponses
+	default:
+		t.API = render.OpenAIChat
+	}
+	return t
+}
+
+// warmed records the wire formats rendered once in this process.
+var warmed sync.Map
+
+// warmRender renders a one-message journal for the current model of
+// events once per wire format and process: the first render pays for the
+// tokenizer's tables, and a target that warms up during pre-copy keeps
+// that cost out of the frozen window.
+func warmRender(events []journal.Event, fn renderFunc) {
+	mc, ok, err := currentModel(events)
+	if err != nil || !ok {
+		return
+	}
+	t := renderTarget(mc)
+	if _, done := warmed.LoadOrStore(t.API, true); done {
+		return
+	}
+	if fn == nil {
+		fn = wire.Render
+	}
+	w := journal.NewWriter("warm-up")
+	e, err := w.Next(journal.KindUser, 1, "", journal.UserMessage{Text: "warm up"})
+	if err != nil {
+		return
+	}
+	_, _, _ = fn([]journal.Event{e}, t)
+}
+
+// renderReport returns what the prepare of the move named by the message
+// rendered, if it is this agent's current incoming move.
+func (a *agent) renderReport(am api.Message) *api.RenderReport {
+	var m struct {
+		Move string `json:"move"`
+	}
+	if json.Unmarshal(am.Body, &m) != nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.in == nil || a.in.move != m.Move {
+		return nil
+	}
+	return a.in.render
+}

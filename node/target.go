@@ -1,0 +1,326 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+
+	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/transfer"
+)
+
+// ErrJournalGap is returned when a journal frame does not continue the
+// target's copy of the journal.
+var ErrJournalGap = errors.New("node: journal frame does not continue the journal")
+
+// Message implements api.PeerService: one move-protocol request, handled by
+// the agent's Target, whose reply is returned.
+func (n *Node) Message(ctx context.Context, from string, am api.Message) (api.Replies, error) {
+	var m transfer.Message
+	if err := json.Unmarshal(am.Body, &m); err != nil {
+		return api.Replies{}, fmt.Errorf("%w: message: %v", api.ErrInvalid, err)
+	}
+	if m.From != from {
+		return api.Replies{}, fmt.Errorf("%w: message claims to come from %s, the connection proved %s", api.ErrForbidden, m.From, from)
+	}
+	if m.Agent == "" {
+		return api.Replies{}, fmt.Errorf("%w: message names no agent", api.ErrInvalid)
+	}
+	a := n.targetAgent(m.Agent)
+	reply, err := a.handle(m)
+	if err != nil {
+		return api.Replies{}, err
+	}
+	if reply == nil {
+		return api.Replies{}, nil
+	}
+	return api.Replies{Messages: []api.Message{{Call: string(reply.Type), Body: mustJSON(reply)}}}, nil
+}
+
+// handle steps the agent's Target with a request, performing the actions it
+// asks for (verify, prepare, start, discard), and returns the reply.
+func (a *agent) handle(m transfer.Message) (*transfer.Message, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.blocked != nil {
+		return nil, fmt.Errorf("%w: agent %s: %v", api.ErrUnavailable, a.id, a.blocked)
+	}
+	in := transfer.Receive(m)
+	if m.Type == transfer.MsgHave || m.Type == transfer.MsgOffer {
+		in.Missing = a.missing(m.Blobs)
+		in.Journal = a.incomingPos()
+	}
+	start := a.n.clock.Now()
+	rd, err := a.stepTarget(in)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+	}
+	a.n.log.Debug("target step", "agent", a.id, "call", string(m.Type), "records", len(rd.Records), "ms", a.n.clock.Now().Sub(start).Milliseconds())
+	var reply *transfer.Message
+	for {
+		if len(rd.Messages) > 0 {
+			reply = &rd.Messages[0]
+		}
+		var results []transfer.Input
+		for _, act := range rd.Actions {
+			start := a.n.clock.Now()
+			r, ok := a.targetAction(act)
+			a.n.log.Debug("target action", "agent", a.id, "action", string(act.Kind), "ms", a.n.clock.Now().Sub(start).Milliseconds())
+			if ok {
+				results = append(results, r)
+			}
+		}
+		if len(results) == 0 {
+			return reply, nil
+		}
+		if rd, err = a.stepTarget(results[0]); err != nil {
+			return nil, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+		}
+	}
+}
+
+func (a *agent) targetAction(act transfer.Action) (transfer.Input, bool) {
+	switch act.Kind {
+	case transfer.ActVerify:
+		probs := a.stage(act)
+		return transfer.Input{Kind: transfer.InVerified, OK: len(probs) == 0, Problems: probs}, true
+	case transfer.ActPrepare:
+		probs := a.prepare(act)
+		return transfer.Input{Kind: transfer.InPrepared, OK: len(probs) == 0, Problems: probs}, true
+	case transfer.ActStart:
+		if err := a.promote(act); err != nil {
+			a.blocked = fmt.Errorf("start after move %s: %w", act.Move, err)
+			a.n.log.Error("start failed", "agent", a.id, "err", err)
+		}
+	case transfer.ActDiscard:
+		if err := a.discard(act.Move); err != nil {
+			a.n.log.Warn("discard failed", "agent", a.id, "move", act.Move, "err", err)
+		}
+	}
+	return transfer.Input{}, false
+}
+
+// missing returns the digests of blobs absent from the agent's CAS store.
+func (a *agent) missing(blobs []transfer.Blob) []digest.Digest {
+	c := a.cas()
+	var out []digest.Digest
+	seen := map[digest.Digest]bool{}
+	for _, b := range blobs {
+		if !seen[b.Digest] && !c.Has(b.Digest, b.Size) {
+			out = append(out, b.Digest)
+		}
+		seen[b.Digest] = true
+	}
+	return out
+}
+
+// Push implements api.PeerService: it stores a push stream's blobs in the
+// agent's CAS store (each verified by digest as it arrives, fsynced and
+// renamed into place concurrently with reading the next), appends its
+// journal lines to the journal copy, then handles its message. A pre-copy
+// push that names its manifest then brings the shadow of the next move's
+// staging up to that state (shadow.go), ahead of the frozen window.
+func (n *Node) Push(ctx context.Context, from string, req api.PushRequest, s *api.StreamReader) (api.PushReply, error) {
+	if _, err := ParseID(from); err != nil {
+		return api.PushReply{}, fmt.Errorf("%w: %v", api.ErrForbidden, err)
+	}
+	a := n.targetAgent(req.Agent)
+	a.mu.Lock()
+	held := a.target.Holder() > 0
+	a.mu.Unlock()
+	if held {
+		return api.PushReply{}, fmt.Errorf("%w: this node holds agent %s", api.ErrConflict, req.Agent)
+	}
+	p := &pushState{a: a, from: from, puts: newFinisher()}
+	defer p.puts.wait()
+	for {
+		f, r, err := s.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return p.rep, fmt.Errorf("%w: push: %v", api.ErrInvalid, err)
+		}
+		p.rep.Bytes += f.Size
+		if err := n.pushFrame(ctx, p, f, r); err != nil {
+			return p.rep, err
+		}
+	}
+	if err := p.puts.wait(); err != nil {
+		return p.rep, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+	}
+	if p.message {
+		return p.rep, nil
+	}
+	if err := a.cas().Sync(); err != nil {
+		return p.rep, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if req.Manifest != "" {
+		if err := a.updateShadow(req.Manifest); err != nil {
+			a.n.log.Warn("shadow not updated", "agent", a.id, "err", err)
+		}
+	}
+	return p.rep, nil
+}
+
+// pushState is one push stream being received.
+type pushState struct {
+	a       *agent
+	from    string
+	rep     api.PushReply
+	puts    *finisher
+	message bool // a message frame arrived
+}
+
+func (n *Node) pushFrame(ctx context.Context, p *pushState, f api.Frame, r io.Reader) error {
+	a := p.a
+	switch f.Kind {
+	case api.FrameBlob:
+		pb, _, err := a.cas().write(f.Digest, r)
+		if err != nil {
+			return fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		}
+		if pb == nil {
+			p.rep.Present++
+			return nil
+		}
+		p.rep.Stored++
+		p.puts.do(pb.finish)
+	case api.FrameJournal:
+		k, err := a.appendIncoming(f.Count, r)
+		if err != nil {
+			return err
+		}
+		p.rep.Journal += k
+	case api.FrameMessage:
+		p.message = true
+		return n.deliverMessage(ctx, p, r)
+	}
+	return nil
+}
+
+// deliverMessage handles the message that ends a push stream, once every
+// blob before it is in the CAS store. Their directory entries become
+// durable with the move's staging (before PREPARED) or, for a message that
+// stages nothing, at the next pre-copy push: the CAS store is cache.
+func (n *Node) deliverMessage(ctx context.Context, p *pushState, r io.Reader) error {
+	if err := p.puts.wait(); err != nil {
+		return fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+	}
+	var am api.Message
+	if err := json.NewDecoder(r).Decode(&am); err != nil {
+		return fmt.Errorf("%w: message frame: %v", api.ErrInvalid, err)
+	}
+	reps, err := n.Message(ctx, p.from, am)
+	if err != nil {
+		return err
+	}
+	p.rep.Messages = reps.Messages
+	p.rep.Render = p.a.renderReport(am)
+	return nil
+}
+
+// finisher runs the fsync-and-rename of received blobs concurrently with
+// the reading of the stream, a few at a time.
+type finisher struct {
+	sem  chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	errs []error
+}
+
+func newFinisher() *finisher { return &finisher{sem: make(chan struct{}, syncWorkers)} }
+
+func (f *finisher) do(fn func() error) {
+	f.sem <- struct{}{}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		err := fn()
+		<-f.sem
+		if err != nil {
+			f.mu.Lock()
+			f.errs = append(f.errs, err)
+			f.mu.Unlock()
+		}
+	}()
+}
+
+// wait waits for every started job and returns their errors.
+func (f *finisher) wait() error {
+	f.wg.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return errors.Join(f.errs...)
+}
+
+// journalTail returns the journal lines after from up to to, and the event
+// count they follow. When from does not name an event of this journal the
+// whole journal up to to is sent (starting after 0 events). The journal
+// file is append-only, one event per line, so the tail is a byte range:
+// the offsets of positions this move's inventories recorded are known, and
+// any other is found by counting lines; no event is decoded but the one
+// whose ID a position names.
+func (a *agent) journalTail(mr *moveRun, from, to transfer.JournalPos) ([]byte, uint64, error) {
+	if to.Count == 0 {
+		return nil, 0, nil
+	}
+	f, err := a.n.fsys.Open(filepath.Join(a.capsule(), journalInCap))
+	if err != nil {
+		return nil, 0, fmt.Errorf("journal tail: %w", err)
+	}
+	defer f.Close()
+	end, okEnd := mr.mark(to)
+	start, okStart := mr.mark(from)
+	if okEnd && okStart && from.Count <= to.Count {
+		buf := make([]byte, end-start)
+		if _, err := f.ReadAt(buf, start); err != nil {
+			return nil, 0, fmt.Errorf("journal tail: %w", err)
+		}
+		return buf, from.Count, nil
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, 0, fmt.Errorf("journal tail: %w", err)
+	}
+	end, ok := lineOffset(data, to)
+	if !ok {
+		return nil, 0, fmt.Errorf("journal tail: the journal does not hold %d events ending at %s", to.Count, to.Head)
+	}
+	startAt := from.Count
+	start, ok = lineOffset(data, from)
+	if !ok || from.Count > to.Count {
+		start, startAt = 0, 0
+	}
+	return data[start:end], startAt, nil
+}
+
+// lineOffset returns the offset just after the line of event p.Count of a
+// journal, checking that event's ID is p.Head.
+func lineOffset(data []byte, p transfer.JournalPos) (int64, bool) {
+	if p.Count == 0 {
+		return 0, true
+	}
+	off, lineStart := 0, 0
+	for i := uint64(0); i < p.Count; i++ {
+		k := bytes.IndexByte(data[off:], '\n')
+		if k < 0 {
+			return 0, false
+		}
+		lineStart, off = off, off+k+1
+	}
+	events, err := journal.Decode(bytes.NewReader(data[lineStart:off]))
+	if err != nil || len(events) != 1 || events[0].ID != p.Head {
+		return 0, false
+	}
+	return int64(off), true
+}

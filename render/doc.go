@@ -1,0 +1,96 @@
+// Package render turns a provider-neutral journal into the request of one
+// model API. It is pure: the result is a function of the events and the
+// Target only (no clock, randomness, I/O or map-order effects), so the same
+// journal renders to the same bytes on every machine, and a history can
+// move between providers and back without loss.
+//
+// The package decides; the provider packages (render/openai,
+// render/anthropic, render/gemini, render/ollama) only translate a Plan
+// into the official SDK's request type, and render/wire marshals it. Any
+// package may import render; render imports only journal and the
+// tokenizer. Tests live in render (acceptance cases, golden files,
+// properties, fuzzing) with helpers in render/rendertest.
+//
+// # How a journal becomes a request
+//
+// NewPlan takes the events in total order (clock, machine, seq; IDs and
+// hash chains are not used) and:
+//
+//  1. Segments them in one pass that reads only a few header fields of
+//     each body: user turns, instructions, and steps (one assistant
+//     generation: its reasoning, text and calls, grouped by producer and
+//     journal step) with the results of their calls. A result pairs with a
+//     call of the open step only; a step closes at the next user turn or
+//     step. Parallel calls and all their results are one unit.
+//  2. Fits the window from the newest unit backwards, decoding only what
+//     it keeps, and keeps whole units: a call is never separated from its
+//     result. Instructions are always kept (those of the dropped part move
+//     to the front). The dropped part is replaced by a digest, a user
+//     message of fixed form: how many events, which tools, the last user
+//     request (shortened). The newest unit is always kept; if it alone is
+//     too large its tool results are cut to a common size, then a user
+//     text, each with a marker. A conversation that would open with the
+//     assistant gets StartText first on Anthropic and Gemini.
+//  3. Replays private reasoning only to the model that produced it (same
+//     provider, API and model) and only in a form the API takes back:
+//     Anthropic thinking with its signature or redacted data, Responses
+//     reasoning items with encrypted content (store:false), Gemini thought
+//     parts, Ollama thinking, DeepSeek-style reasoning_content. Other
+//     models get no reasoning at all, not as text either; signatures and
+//     provider item IDs follow the same rule.
+//  4. Applies the provider rules that depend on neighbours: Anthropic
+//     thinking must lead its message and, with thinking on, the message
+//     before the last tool results; when the last exchange cannot meet
+//     that, thinking is turned off for the request where the model allows
+//     it, else the steps of that tool loop are sent as user-side text
+//     (reasoning never included). Responses reasoning needs its following
+//     item, and item IDs are kept only beside replayed reasoning.
+//  5. Maps call IDs into the target's syntax (IDRule): IDs that fit are
+//     kept, others and repeats become a prefix plus base62 of sha256, the
+//     same for calls and results, stable for a journal.
+//  6. Declares, for Anthropic, a stub for every tool the kept history used
+//     that the target no longer offers.
+//
+// # Fallbacks for input the renderer cannot place
+//
+// A render never panics on a journal; these are its documented choices:
+//
+//   - An event of a kind this release does not know is skipped
+//     (Report.UnknownKinds). Lifecycle, model change and usage events are
+//     not part of the conversation.
+//   - An event whose body cannot be read is skipped (Report.Malformed),
+//     except a tool call whose ID and name are readable: it is kept with
+//     no arguments, so its result still pairs.
+//   - Arguments that are not a JSON object (RawArguments text, an array, a
+//     scalar) go verbatim where the API takes a string (OpenAI) and as
+//     {"_raw": "<text>"} where it takes an object (Anthropic, Gemini,
+//     Ollama); absent arguments are {}.
+//   - A call without a result gets an error result with the text
+//     SyntheticResult, in its step, before the next user turn or step.
+//   - A result with no call in the open step (an orphan, a result before
+//     its call, a late result after the next turn) is not sent
+//     (Report.Orphans); a second result for one call is not sent
+//     (Report.Duplicates).
+//   - A step whose stop_reason is "error" or "aborted" sends only its
+//     calls, each with its result or the synthetic one.
+//   - Empty user or instruction texts, and steps left with nothing to
+//     send, are skipped; a journal with nothing to send is ErrEmpty.
+//   - A Gemini thought signature is replayed as journaled; a first call of
+//     a Gemini 3 model turn without one gets the documented placeholder.
+//   - Attachments are sent as a text note naming the blob, its type and
+//     size: rendering never loads blobs.
+//
+// # Tokens
+//
+// Text is counted with the model's tokenizer for OpenAI models
+// (o200k_base or cl100k_base, exact for the text; the library's embedded
+// tables, no network) and with o200k_base times a safety factor k for the
+// others; message framing is a fixed estimate. k defaults to 1.25
+// (Anthropic) or 1.15 (Gemini, Ollama, other servers) and is calibrated
+// from the journal's usage events of the target's provider (reported
+// input tokens over the Report.Tokens.Base recorded as EstimatedTokens,
+// newest 32, plus 5%, clamped to [1, 2]). The fitter guarantees
+// ceil(k * base) <= window unless even the instructions, tools and the
+// newest unit cut to its minimum do not fit (Report.Tokens.OverBudget).
+// Counting memoizes pre-token pieces for the length of one render only.
+package render
