@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -71,6 +72,7 @@ func BenchmarkMoveFrozenWindow(b *testing.B) {
 	}
 	b.Logf("setup: %s workspace, %d events seeded, %s changed before each freeze (%s)",
 		sizeName(cfg.workspaceBytes()), cfg.events, sizeName(int64(cfg.changedKB)<<10), time.Since(start).Round(time.Millisecond))
+	rtt := roundTrip(b, cl.nodes[0], cl.nodes[1])
 	var frozen []time.Duration
 	var fsyncs, bytes, rounds, rts int
 	b.ResetTimer()
@@ -110,6 +112,77 @@ func BenchmarkMoveFrozenWindow(b *testing.B) {
 	b.ReportMetric(float64(fsyncs)/float64(b.N), "fsyncs")
 	b.ReportMetric(float64(rounds)/float64(b.N), "precopy_rounds")
 	b.ReportMetric(float64(bytes)/float64(b.N), "window_bytes")
+	b.ReportMetric(ms(rtt), "rtt_ms")
+}
+
+// roundTrip returns the median time of a protocol request that does no
+// work on the peer (a pre-copy have of an agent it never heard of): the
+// round trip over the mutual-TLS link.
+func roundTrip(b *testing.B, from, to *Node) time.Duration {
+	m := transfer.Message{Type: transfer.MsgHave, Agent: "rtt-probe", Move: "rtt-probe", From: string(from.ID()), To: string(to.ID())}
+	var ds []time.Duration
+	for i := range 21 {
+		start := time.Now()
+		if _, err := from.call(to.ID(), m); err != nil {
+			b.Fatal(err)
+		}
+		if i > 0 { // the first one opens the connection and the probe's files
+			ds = append(ds, time.Since(start))
+		}
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2]
+}
+
+// BenchmarkDiskSync measures what the frozen window is made of on this
+// disk: one file fsync, one directory fsync, and a batch of 16 file
+// fsyncs issued together (syncBatch's way) against one after another.
+func BenchmarkDiskSync(b *testing.B) {
+	dir := b.TempDir()
+	write := func(name string) {
+		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, 4096), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("file", func(b *testing.B) {
+		for i := range b.N {
+			write(fmt.Sprint("f", i))
+			if err := syncFile(vfs.OS{}, filepath.Join(dir, fmt.Sprint("f", i))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("dir", func(b *testing.B) {
+		for i := range b.N {
+			write(fmt.Sprint("d", i))
+			if err := (vfs.OS{}).SyncDir(dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, batched := range []bool{false, true} {
+		b.Run(fmt.Sprintf("16files/batched=%v", batched), func(b *testing.B) {
+			for i := range b.N {
+				var sb syncBatch
+				for k := range 16 {
+					name := fmt.Sprintf("b%d-%d", i, k)
+					write(name)
+					sb.file(filepath.Join(dir, name))
+				}
+				if !batched {
+					for _, f := range sb.files {
+						if err := syncFile(vfs.OS{}, f); err != nil {
+							b.Fatal(err)
+						}
+					}
+					continue
+				}
+				if err := sb.flush(vfs.OS{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 type benchConfig struct {

@@ -196,5 +196,10 @@ func toolParam(t render.Tool) *sdk.ToolParam {
 			tp.InputSchema.ExtraFields[m.Key] = m.Value
 		}
 	}
+	if tp.InputSchema.Properties == nil {
+		// input_schema is required; the SDK omits a zero schema, so a
+		// tool without parameters (a stub) still declares an empty object.
+		tp.InputSchema.Properties = json.RawMessage(`{}`)
+	}
 	return tp
 }

@@ -300,7 +300,10 @@ func (c *checker) anthropic(v map[string]any) {
 	}
 	thinking := c.anthropicThinkingConfig(v)
 	tools := map[string]bool{}
-	for _, t := range list(v["tools"]) {
+	for i, t := range list(v["tools"]) {
+		if _, ok := obj(t)["input_schema"]; !ok {
+			c.fail("tools.%d.custom.input_schema: Field required", i)
+		}
 		tools[str(obj(t)["name"])] = true
 	}
 	msgs := c.anthropicMessages(list(v["messages"]))
