@@ -17,22 +17,6 @@ import (
 // These tests drive export, import and archive verification through the
 // CLI, with a real capsule, real ssh-keygen keys and GNU tar.
 
-// cli runs the capsule command in-process and returns its output and exit code.
-func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	root := newRoot()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(args)
-	err := root.Execute()
-	if err != nil {
-		errb.WriteString(err.Error())
-		return out.String(), errb.String(), exitCode(err)
-	}
-	return out.String(), errb.String(), exitOK
-}
-
 func needBin(t *testing.T, name string) {
 	t.Helper()
 	if _, err := exec.LookPath(name); err != nil {
@@ -112,7 +96,7 @@ func TestExportImportCLI(t *testing.T) {
 	out := t.TempDir()
 	a, b := filepath.Join(out, "a.capsule.tar.zst"), filepath.Join(out, "b.capsule.tar.zst")
 	for _, p := range []string{a, b} {
-		if _, stderr, code := cli(t, "export", src, "-o", p, "--sign", key, "--verify", "-q"); code != 0 {
+		if _, stderr, code := capsuleCLI(t, "export", src, "-o", p, "--sign", key, "--verify", "-q"); code != 0 {
 			t.Fatalf("export: exit %d: %s", code, stderr)
 		}
 	}
@@ -138,7 +122,7 @@ func TestExportImportCLI(t *testing.T) {
 	sh(t, m, "ssh-keygen", "-Y", "verify", "-f", allowed, "-I", "ops@example.com", "-n", "capsule", "-s", filepath.Join(x, "manifest.json.sig"))
 
 	dst := filepath.Join(t.TempDir(), "agent")
-	stdout, stderr, code := cli(t, "import", a, "-o", dst, "--allowed-signers", allowed, "--identity", "ops@example.com", "-q")
+	stdout, stderr, code := capsuleCLI(t, "import", a, "-o", dst, "--allowed-signers", allowed, "--identity", "ops@example.com", "-q")
 	if code != 0 {
 		t.Fatalf("import: exit %d: %s %s", code, stdout, stderr)
 	}
@@ -150,13 +134,13 @@ func TestExportImportCLI(t *testing.T) {
 		t.Fatalf("imported capsule does not verify: %v %+v", err, rep)
 	}
 	sh(t, nil, "diff", "-r", "-x", "manifest.json.sig", src, dst)
-	if _, _, code := cli(t, "import", a, "-o", dst, "-q"); code != exitUsage {
+	if _, _, code := capsuleCLI(t, "import", a, "-o", dst, "-q"); code != exitUsage {
 		t.Errorf("import into a non-empty folder: exit %d, want %d", code, exitUsage)
 	}
 	// An archive refused for its content exits 1 and says why.
 	evil := filepath.Join(t.TempDir(), "evil.tar")
 	sh(t, nil, "tar", "-cf", evil, "-C", t.TempDir(), "--transform", "s,^,../,", ".")
-	if _, stderr, code := cli(t, "import", evil, "-o", filepath.Join(t.TempDir(), "e"), "-q"); code != exitVerify || !strings.Contains(stderr, "unsafe path") {
+	if _, stderr, code := capsuleCLI(t, "import", evil, "-o", filepath.Join(t.TempDir(), "e"), "-q"); code != exitVerify || !strings.Contains(stderr, "unsafe path") {
 		t.Errorf("import of a traversal archive: exit %d, %q; want %d, unsafe path", code, stderr, exitVerify)
 	}
 }
@@ -167,7 +151,7 @@ func TestExportImportCLI(t *testing.T) {
 func TestImportRefusesTamperedArchive(t *testing.T) {
 	src := newTestCapsule(t)
 	tarPath := filepath.Join(t.TempDir(), "agent.capsule.tar")
-	if _, stderr, code := cli(t, "export", src, "-o", tarPath, "-q"); code != 0 {
+	if _, stderr, code := capsuleCLI(t, "export", src, "-o", tarPath, "-q"); code != 0 {
 		t.Fatalf("export: %s", stderr)
 	}
 	data, _ := os.ReadFile(tarPath)
@@ -181,7 +165,7 @@ func TestImportRefusesTamperedArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "agent")
-	stdout, _, code := cli(t, "import", bad, "-o", dst, "-q")
+	stdout, _, code := capsuleCLI(t, "import", bad, "-o", dst, "-q")
 	if code != exitVerify || !strings.Contains(stdout, "memory/vector_index/index.json") {
 		t.Errorf("import of a tampered archive: exit %d, output %q; want exit %d naming the index", code, stdout, exitVerify)
 	}
@@ -189,7 +173,7 @@ func TestImportRefusesTamperedArchive(t *testing.T) {
 		t.Error("a refused import created its destination")
 	}
 	for path, want := range map[string]int{tarPath: exitOK, bad: exitVerify} {
-		stdout, stderr, code := cli(t, "verify", path, "-q", "--json")
+		stdout, stderr, code := capsuleCLI(t, "verify", path, "-q", "--json")
 		if code != want {
 			t.Errorf("verify %s: exit %d, want %d\n%s%s", filepath.Base(path), code, want, stdout, stderr)
 		}
@@ -206,10 +190,10 @@ func TestExportSigningKeys(t *testing.T) {
 	for _, typ := range []string{"rsa", "ecdsa"} {
 		key, allowed := sshKey(t, typ, "")
 		p := filepath.Join(t.TempDir(), "a.capsule.tar")
-		if _, stderr, code := cli(t, "export", src, "-o", p, "--sign", key, "-q"); code != 0 {
+		if _, stderr, code := capsuleCLI(t, "export", src, "-o", p, "--sign", key, "-q"); code != 0 {
 			t.Fatalf("%s: export: %s", typ, stderr)
 		}
-		if _, stderr, code := cli(t, "import", p, "-o", filepath.Join(t.TempDir(), "x"), "--allowed-signers", allowed, "--identity", "ops@example.com", "-q"); code != 0 {
+		if _, stderr, code := capsuleCLI(t, "import", p, "-o", filepath.Join(t.TempDir(), "x"), "--allowed-signers", allowed, "--identity", "ops@example.com", "-q"); code != 0 {
 			t.Errorf("%s: import with allowed signers: %s", typ, stderr)
 		}
 	}
@@ -217,18 +201,18 @@ func TestExportSigningKeys(t *testing.T) {
 	key, _ := sshKey(t, "ed25519", secret)
 	p := filepath.Join(t.TempDir(), "p.capsule.tar")
 	t.Setenv(passphraseEnv, secret)
-	if _, stderr, code := cli(t, "export", src, "-o", p, "--sign", key, "-q"); code != 0 {
+	if _, stderr, code := capsuleCLI(t, "export", src, "-o", p, "--sign", key, "-q"); code != 0 {
 		t.Fatalf("export with a passphrase: %s", stderr)
 	}
 	t.Setenv(passphraseEnv, "wrong")
-	_, stderr, code := cli(t, "export", src, "-o", p+"2", "--sign", key, "-q")
+	_, stderr, code := capsuleCLI(t, "export", src, "-o", p+"2", "--sign", key, "-q")
 	if code != exitInternal || !strings.Contains(stderr, "wrong passphrase") || strings.Contains(stderr, secret) {
 		t.Errorf("wrong passphrase: exit %d, %q", code, stderr)
 	}
-	if _, _, code := cli(t, "export", src, "-o", p+"3", "--sign", key, "--sign-agent"); code != exitUsage {
+	if _, _, code := capsuleCLI(t, "export", src, "-o", p+"3", "--sign", key, "--sign-agent"); code != exitUsage {
 		t.Errorf("--sign with --sign-agent: exit %d, want %d", code, exitUsage)
 	}
-	if _, _, code := cli(t, "import", p, "-o", filepath.Join(t.TempDir(), "y"), "--identity", "x"); code != exitUsage {
+	if _, _, code := capsuleCLI(t, "import", p, "-o", filepath.Join(t.TempDir(), "y"), "--identity", "x"); code != exitUsage {
 		t.Errorf("--identity alone: exit %d, want %d", code, exitUsage)
 	}
 }
@@ -240,7 +224,7 @@ func TestExportVerifyRefusesBrokenFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "a.capsule.tar")
-	if _, stderr, code := cli(t, "export", src, "-o", p, "--verify", "-q"); code != exitVerify || !strings.Contains(stderr, "working_memory.md") {
+	if _, stderr, code := capsuleCLI(t, "export", src, "-o", p, "--verify", "-q"); code != exitVerify || !strings.Contains(stderr, "working_memory.md") {
 		t.Errorf("export --verify of a broken folder: exit %d, %q", code, stderr)
 	}
 	if _, err := os.Stat(p); err == nil {
@@ -296,14 +280,14 @@ func TestExportSignAgent(t *testing.T) {
 	}
 	fp := strings.Fields(string(sh(t, nil, "ssh-keygen", "-lf", key+".pub")))[1]
 	p := filepath.Join(t.TempDir(), "a.capsule.tar")
-	stdout, stderr, code := cli(t, "export", src, "-o", p, "--sign-agent", "--sign-key-fingerprint", fp, "-q")
+	stdout, stderr, code := capsuleCLI(t, "export", src, "-o", p, "--sign-agent", "--sign-key-fingerprint", fp, "-q")
 	if code != 0 || !strings.Contains(stdout, "signed by "+fp) {
 		t.Fatalf("export --sign-agent: exit %d: %s %s", code, stdout, stderr)
 	}
-	if _, stderr, code := cli(t, "import", p, "-o", filepath.Join(t.TempDir(), "x"), "--allowed-signers", allowed, "--identity", "ops@example.com", "-q"); code != 0 {
+	if _, stderr, code := capsuleCLI(t, "import", p, "-o", filepath.Join(t.TempDir(), "x"), "--allowed-signers", allowed, "--identity", "ops@example.com", "-q"); code != 0 {
 		t.Errorf("import of the agent-signed archive: %s", stderr)
 	}
-	if _, stderr, code := cli(t, "export", src, "-o", p+"2", "--sign-agent", "--sign-key-fingerprint", "SHA256:none", "-q"); code != exitInternal || !strings.Contains(stderr, "no matching key") {
+	if _, stderr, code := capsuleCLI(t, "export", src, "-o", p+"2", "--sign-agent", "--sign-key-fingerprint", "SHA256:none", "-q"); code != exitInternal || !strings.Contains(stderr, "no matching key") {
 		t.Errorf("unknown fingerprint: exit %d: %s", code, stderr)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -9,22 +8,6 @@ import (
 	"strings"
 	"testing"
 )
-
-// capsuleCLI runs the capsule command in-process and returns its output
-// and exit code.
-func capsuleCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	root := newRoot()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		errb.WriteString(err.Error())
-		return out.String(), errb.String(), exitCode(err)
-	}
-	return out.String(), errb.String(), exitOK
-}
 
 func mustCLI(t *testing.T, args ...string) string {
 	t.Helper()

@@ -16,21 +16,6 @@ import (
 	"github.com/agentcapsule/capsule/vfs"
 )
 
-// logCLI runs the command line in-process and returns its output and exit code.
-func logCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	root := newRoot()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		errb.WriteString(err.Error())
-		code = exitCode(err)
-	}
-	return out.String(), errb.String(), code
-}
-
 func logCapsule(t *testing.T, epoch uint64) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "agent")
@@ -51,7 +36,7 @@ func TestLogAppendCommitsManifest(t *testing.T) {
 	t.Setenv("CAPSULE_CONFIG_DIR", t.TempDir())
 	dir := logCapsule(t, 4)
 	for _, body := range []string{`{"text":"hello"}`, `{"text":"again"}`} {
-		if _, errs, code := logCLI(t, "log", "append", dir, "--kind", "user", "--body", body); code != 0 {
+		if _, errs, code := capsuleCLI(t, "log", "append", dir, "--kind", "user", "--body", body); code != 0 {
 			t.Fatalf("append: exit %d: %s", code, errs)
 		}
 	}
@@ -71,13 +56,13 @@ func TestLogAppendCommitsManifest(t *testing.T) {
 	if strings.TrimSpace(string(id)) != events[0].Machine || events[1].Machine != events[0].Machine {
 		t.Errorf("machine %q, machine-id file %q", events[0].Machine, id)
 	}
-	if out, _, code := logCLI(t, "log", "verify", dir); code != 0 || !strings.Contains(out, "ok: 2 events") {
+	if out, _, code := capsuleCLI(t, "log", "verify", dir); code != 0 || !strings.Contains(out, "ok: 2 events") {
 		t.Errorf("verify: exit %d: %s", code, out)
 	}
 	// Replace the committed journal by another valid one: the chain checks
 	// pass, the manifest's digest does not.
 	os.WriteFile(journalFile(dir), bytes.SplitAfter(data, []byte("\n"))[0], 0o644)
-	if out, _, code := logCLI(t, "log", "verify", dir); code != exitVerify || !strings.Contains(out, "committed:") {
+	if out, _, code := capsuleCLI(t, "log", "verify", dir); code != exitVerify || !strings.Contains(out, "committed:") {
 		t.Errorf("verify of a replaced journal: exit %d: %s", code, out)
 	}
 }
@@ -87,12 +72,12 @@ func TestLogAppendCommitsManifest(t *testing.T) {
 func TestJournalTailCheck(t *testing.T) {
 	t.Setenv("CAPSULE_CONFIG_DIR", t.TempDir())
 	dir := logCapsule(t, 1)
-	if _, errs, code := logCLI(t, "log", "append", dir, "--kind", "user", "--body", `{"text":"committed"}`); code != 0 {
+	if _, errs, code := capsuleCLI(t, "log", "append", dir, "--kind", "user", "--body", `{"text":"committed"}`); code != 0 {
 		t.Fatal(errs)
 	}
 	// Two appends the manifest does not record yet: the uncommitted tail.
 	for _, text := range []string{"tail 1", "tail 2"} {
-		if _, errs, code := logCLI(t, "log", "append", journalFile(dir), "--kind", "user", "--body", `{"text":"`+text+`"}`, "--epoch", "1"); code != 0 {
+		if _, errs, code := capsuleCLI(t, "log", "append", journalFile(dir), "--kind", "user", "--body", `{"text":"`+text+`"}`, "--epoch", "1"); code != 0 {
 			t.Fatal(errs)
 		}
 	}
@@ -118,7 +103,7 @@ func TestLogAppendRefusesBadBody(t *testing.T) {
 		{"teleport", `{}`, "unknown kind"},
 		{"user", `[1]`, "must be a JSON object"},
 	} {
-		_, errs, code := logCLI(t, "log", "append", path, "--kind", tc.kind, "--body", tc.body)
+		_, errs, code := capsuleCLI(t, "log", "append", path, "--kind", tc.kind, "--body", tc.body)
 		if code != exitUsage || !strings.Contains(errs, tc.want) {
 			t.Errorf("append %s %s: exit %d, %q; want exit 2 with %q", tc.kind, tc.body, code, errs, tc.want)
 		}
@@ -133,17 +118,17 @@ func TestLogAppendRefusesBadBody(t *testing.T) {
 func TestLogVerifyReportsLines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.jsonl")
 	for i, m := range []string{"a", "b", "a"} {
-		if _, errs, code := logCLI(t, "log", "append", path, "--kind", "user", "--body", `{"text":"x`+string(rune('0'+i))+`"}`, "--machine", m); code != 0 {
+		if _, errs, code := capsuleCLI(t, "log", "append", path, "--kind", "user", "--body", `{"text":"x`+string(rune('0'+i))+`"}`, "--machine", m); code != 0 {
 			t.Fatal(errs)
 		}
 	}
 	data, _ := os.ReadFile(path)
 	os.WriteFile(path, bytes.Replace(data, []byte(`"x1"`), []byte(`"y1"`), 1), 0o644)
-	out, _, code := logCLI(t, "log", "verify", path)
+	out, _, code := capsuleCLI(t, "log", "verify", path)
 	if code != exitVerify || !strings.Contains(out, path+":line 2: machine b: id:") {
 		t.Errorf("exit %d, output:\n%s", code, out)
 	}
-	out, _, _ = logCLI(t, "log", "verify", path, "--json")
+	out, _, _ = capsuleCLI(t, "log", "verify", path, "--json")
 	if !strings.Contains(out, `"ok": false`) || !strings.Contains(out, `"line": 2`) {
 		t.Errorf("--json output:\n%s", out)
 	}
@@ -158,11 +143,11 @@ func TestLogShowsTimeline(t *testing.T) {
 	}
 	for _, s := range steps {
 		args := append([]string{"log", "append", path, "--machine", "machine-one", "--time", "2026-03-04T05:06:07Z"}, s...)
-		if _, errs, code := logCLI(t, args...); code != 0 {
+		if _, errs, code := capsuleCLI(t, args...); code != 0 {
 			t.Fatal(errs)
 		}
 	}
-	out, _, code := logCLI(t, "log", path)
+	out, _, code := capsuleCLI(t, "log", path)
 	want := []string{
 		"2026-03-04 05:06:07  machine-on      1    0  user         list files",
 		`2026-03-04 05:06:07  machine-on      2    0  tool_call    c1 ls({"dir":"."})`,
@@ -171,7 +156,7 @@ func TestLogShowsTimeline(t *testing.T) {
 	if code != 0 || strings.TrimRight(out, "\n") != strings.Join(want, "\n") {
 		t.Errorf("exit %d, got:\n%s\nwant:\n%s", code, out, strings.Join(want, "\n"))
 	}
-	out, _, _ = logCLI(t, "log", path, "--json", "--kind", "tool_call")
+	out, _, _ = capsuleCLI(t, "log", path, "--json", "--kind", "tool_call")
 	data, _ := os.ReadFile(path)
 	if lines := strings.Split(string(data), "\n"); out != lines[1]+"\n" {
 		t.Errorf("--json --kind tool_call = %q, want line 2 %q", out, lines[1])
@@ -182,11 +167,11 @@ func TestLogMergeRefusesFork(t *testing.T) {
 	dir := t.TempDir()
 	a, b, out := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl"), filepath.Join(dir, "out.jsonl")
 	for _, p := range []string{a, b} {
-		if _, errs, code := logCLI(t, "log", "append", p, "--kind", "user", "--body", `{"text":"`+p+`"}`, "--machine", "m"); code != 0 {
+		if _, errs, code := capsuleCLI(t, "log", "append", p, "--kind", "user", "--body", `{"text":"`+p+`"}`, "--machine", "m"); code != 0 {
 			t.Fatal(errs)
 		}
 	}
-	_, errs, code := logCLI(t, "log", "merge", a, b, "-o", out)
+	_, errs, code := capsuleCLI(t, "log", "merge", a, b, "-o", out)
 	if code != exitVerify || !strings.Contains(errs, "journal: fork: machine m seq 1") {
 		t.Errorf("exit %d: %s", code, errs)
 	}
@@ -194,14 +179,14 @@ func TestLogMergeRefusesFork(t *testing.T) {
 		t.Error("a refused merge wrote its output")
 	}
 	// Different machines: the union.
-	if _, errs, code := logCLI(t, "log", "append", b, "--kind", "user", "--body", `{"text":"more"}`, "--machine", "n"); code != 0 {
+	if _, errs, code := capsuleCLI(t, "log", "append", b, "--kind", "user", "--body", `{"text":"more"}`, "--machine", "n"); code != 0 {
 		t.Fatal(errs)
 	}
 	os.WriteFile(b, bytes.SplitAfter(mustRead(t, b), []byte("\n"))[1], 0o644) // keep only n's event
-	if _, errs, code := logCLI(t, "log", "merge", a, b, "-o", out); code != 0 {
+	if _, errs, code := capsuleCLI(t, "log", "merge", a, b, "-o", out); code != 0 {
 		t.Fatalf("merge: %s", errs)
 	}
-	if got, _, code := logCLI(t, "log", "verify", out); code != 0 || !strings.Contains(got, "ok: 2 events from 2 machine(s)") {
+	if got, _, code := capsuleCLI(t, "log", "verify", out); code != 0 || !strings.Contains(got, "ok: 2 events from 2 machine(s)") {
 		t.Errorf("verify merged: %s", got)
 	}
 }
@@ -219,13 +204,13 @@ func mustRead(t *testing.T, p string) []byte {
 // poll and a context it cancels.
 func TestFollowPrintsNewEvents(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.jsonl")
-	logCLI(t, "log", "append", path, "--kind", "user", "--body", `{"text":"first"}`, "--machine", "m")
+	capsuleCLI(t, "log", "append", path, "--kind", "user", "--body", `{"text":"first"}`, "--machine", "m")
 	var buf syncBuffer
 	p := newPrinter(&buf, logFlags{json: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- follow(ctx, path, int64(len(mustRead(t, path))), p, 5*time.Millisecond) }()
-	logCLI(t, "log", "append", path, "--kind", "user", "--body", `{"text":"second"}`, "--machine", "m")
+	capsuleCLI(t, "log", "append", path, "--kind", "user", "--body", `{"text":"second"}`, "--machine", "m")
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"body":{"te`) // an append in progress: not printed yet
 	f.Close()

@@ -11,21 +11,6 @@ import (
 	"github.com/agentcapsule/capsule/journal"
 )
 
-// renderCLI runs the command line in-process.
-func renderCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	root := newRoot()
-	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		errb.WriteString(err.Error())
-		code = exitCode(err)
-	}
-	return out.String(), errb.String(), code
-}
-
 // renderCapsule writes a capsule folder holding only a journal: a user
 // turn and a Claude tool call the machine never answered.
 func renderCapsule(t *testing.T) string {
@@ -63,7 +48,7 @@ func TestRenderCommand(t *testing.T) {
 	tools := filepath.Join(t.TempDir(), "tools.json")
 	os.WriteFile(tools, []byte(`[{"name":"get_weather","description":"Weather.","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}]`), 0o644)
 
-	out, errOut, code := renderCLI(t, "render", dir, "--provider", "anthropic", "--model", "claude-sonnet-4-6", "--tools", tools, "--report")
+	out, errOut, code := capsuleCLI(t, "render", dir, "--provider", "anthropic", "--model", "claude-sonnet-4-6", "--tools", tools, "--report")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -78,7 +63,7 @@ func TestRenderCommand(t *testing.T) {
 		t.Errorf("report = %s", errOut)
 	}
 
-	out, _, code = renderCLI(t, "render", dir, "--provider", "gemini", "--model", "gemini-3-pro", "--json")
+	out, _, code = capsuleCLI(t, "render", dir, "--provider", "gemini", "--model", "gemini-3-pro", "--json")
 	var both struct {
 		Request map[string]any `json:"request"`
 		Report  struct {
@@ -104,14 +89,14 @@ func TestRenderCommandErrors(t *testing.T) {
 		{[]string{"render", filepath.Join(dir, "missing"), "--provider", "ollama", "--model", "x"}, exitInternal},
 	}
 	for _, c := range cases {
-		if _, errOut, code := renderCLI(t, c.args...); code != c.code {
+		if _, errOut, code := capsuleCLI(t, c.args...); code != c.code {
 			t.Errorf("%v: exit %d, want %d (%s)", c.args, code, c.code, errOut)
 		}
 	}
 	bad := t.TempDir()
 	os.MkdirAll(filepath.Join(bad, "memory"), 0o755)
 	os.WriteFile(filepath.Join(bad, "memory", "timeline_events.jsonl"), []byte("{not a line}\n"), 0o644)
-	if _, _, code := renderCLI(t, "render", bad, "--provider", "ollama", "--model", "x"); code != exitVerify {
+	if _, _, code := capsuleCLI(t, "render", bad, "--provider", "ollama", "--model", "x"); code != exitVerify {
 		t.Errorf("a journal that does not parse: exit %d, want %d", code, exitVerify)
 	}
 }
