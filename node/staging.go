@@ -81,13 +81,13 @@ func (a *agent) staging(move string, elem ...string) string {
 // inMove is the work of the incoming move being staged: what stage found
 // and prepare needs, and the writes not yet durable.
 type inMove struct {
-	move   string
-	source string // the source node
-	dir    string // staging/<move>
-	m      *manifest.Manifest
-	base   *capsule.Snapshot // the workspace staging/<move>/work holds before prepare
-	snap   *capsule.Snapshot // the workspace the move brings
-	events []journal.Event   // the staged journal, for the render
+	move     string
+	source   string // the source node
+	dir      string // staging/<move>
+	m        *manifest.Manifest
+	base     *capsule.Snapshot // the workspace staging/<move>/work holds before prepare
+	snap     *capsule.Snapshot // the workspace the move brings
+	events   []journal.Event   // the staged journal, for the render
 	batch    syncBatch
 	render   *api.RenderReport
 	rendered chan error // the render's outcome, once it is done

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -99,6 +100,10 @@ func (d *rsyncd) push(src, module string, extra ...string) (rsyncRun, error) {
 	start := time.Now()
 	err := cmd.Run()
 	run := rsyncRun{Seconds: time.Since(start).Seconds()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 24 {
+		err = nil // "some files vanished": the running agent's temporary files
+	}
 	if err != nil {
 		return run, fmt.Errorf("rsync: %w: %s", err, errb.String())
 	}

@@ -1,0 +1,150 @@
+package capsule
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+
+	"github.com/agentcapsule/capsule/envspec"
+	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/schema"
+	"github.com/agentcapsule/capsule/vfs"
+)
+
+// Info describes a capsule without verifying it (Inspect).
+type Info struct {
+	Format  int                 `json:"format"`
+	Agent   manifest.Agent      `json:"agent"`
+	Holder  manifest.Holder     `json:"holder"`
+	Schemas map[schema.Kind]int `json:"schemas"`
+	Writer  manifest.Writer     `json:"writer"`
+	Journal JournalInfo         `json:"journal"`
+	// Files lists the manifest's files with their recorded sizes.
+	Files []manifest.File `json:"files"`
+	// Snapshot summarises snapshot.json; nil if it cannot be read.
+	Snapshot *SnapshotStats `json:"snapshot"`
+	// Blobs counts the blob files present and their bytes.
+	Blobs BlobsInfo `json:"blobs"`
+	// Environment summarises spec.json; nil if it cannot be read.
+	Environment *EnvironmentInfo `json:"environment"`
+	// TotalBytes is the size of every file in the folder.
+	TotalBytes int64 `json:"total_bytes"`
+	// Signed reports whether manifest.json.sig is present (not whether it verifies).
+	Signed bool `json:"signed"`
+	// Pending reports an interrupted commit that the next open completes.
+	Pending bool `json:"pending"`
+}
+
+// JournalInfo summarises the journal.
+type JournalInfo struct {
+	Events         int64 `json:"events"`
+	CommittedBytes int64 `json:"committed_bytes"`
+	FileBytes      int64 `json:"file_bytes"`
+	Machines       int   `json:"machines"`
+}
+
+// BlobsInfo counts blobs.
+type BlobsInfo struct {
+	Count int   `json:"count"`
+	Bytes int64 `json:"bytes"`
+}
+
+// EnvironmentInfo summarises the environment spec; secrets are names.
+type EnvironmentInfo struct {
+	Vars    int      `json:"vars"`
+	Secrets []string `json:"secrets"`
+	Tools   []string `json:"tools"`
+	Network string   `json:"network"`
+}
+
+// Inspect describes the capsule in dir: identity, holder, schema versions,
+// writer, journal, sizes, file and blob counts, environment summary. It
+// reads only and hashes nothing; use Verify to check the bytes. It fails
+// only if the manifest cannot be read or parsed.
+func Inspect(fsys vfs.FS, dir string) (*Info, error) {
+	v := newView(fsys, dir)
+	m, _, err := readManifest(fsys, v.manifestPath())
+	if err != nil {
+		return nil, fmt.Errorf("inspect %s: %w", dir, err)
+	}
+	info := &Info{Format: m.Format, Agent: m.Agent, Holder: m.Holder, Schemas: m.Schemas, Writer: m.Writer,
+		Files: m.Files, Pending: v.pending}
+	info.Journal = JournalInfo{Events: m.Journal.Events, CommittedBytes: m.Journal.Bytes, Machines: len(m.Journal.Heads)}
+	if fi, err := fsys.Stat(v.file(manifest.JournalPath)); err == nil {
+		info.Journal.FileBytes = fi.Size()
+	}
+	if _, err := fsys.Lstat(hostPath(dir, manifest.SignatureName)); err == nil {
+		info.Signed = true
+	}
+	blobs, err := NewBlobStore(fsys, hostPath(dir, manifest.BlobsDir)).List()
+	if err != nil {
+		return nil, fmt.Errorf("inspect %s: %w", dir, err)
+	}
+	for _, b := range blobs {
+		info.Blobs.Count++
+		info.Blobs.Bytes += b.Size
+	}
+	info.Snapshot = inspectSnapshot(fsys, v)
+	info.Environment = inspectEnvironment(fsys, v)
+	info.TotalBytes, err = treeSize(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("inspect %s: %w", dir, err)
+	}
+	return info, nil
+}
+
+func inspectSnapshot(fsys vfs.FS, v *view) *SnapshotStats {
+	b, err := readLimited(fsys, v.file(manifest.SnapshotPath), MaxSnapshotSize)
+	if err != nil {
+		return nil
+	}
+	s, err := ParseSnapshot(b)
+	if err != nil {
+		return nil
+	}
+	st := s.Stats()
+	return &st
+}
+
+func inspectEnvironment(fsys vfs.FS, v *view) *EnvironmentInfo {
+	b, err := readLimited(fsys, v.file(manifest.EnvironmentPath), envspec.MaxSize)
+	if err != nil {
+		return nil
+	}
+	s, err := envspec.Parse(b)
+	if err != nil {
+		return nil
+	}
+	e := &EnvironmentInfo{Vars: len(s.Env), Secrets: append([]string{}, s.Secrets...), Tools: []string{}, Network: string(s.Sandbox.Network)}
+	for _, t := range s.Tools {
+		e.Tools = append(e.Tools, t.Name)
+	}
+	sort.Strings(e.Secrets)
+	return e
+}
+
+// treeSize adds up the sizes of the regular files below dir.
+func treeSize(fsys vfs.FS, dir string) (int64, error) {
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, e := range ents {
+		switch {
+		case e.IsDir():
+			n, err := treeSize(fsys, filepath.Join(dir, e.Name()))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return 0, err
+			}
+			total += n
+		case e.Type().IsRegular():
+			if fi, err := e.Info(); err == nil {
+				total += fi.Size()
+			}
+		}
+	}
+	return total, nil
+}

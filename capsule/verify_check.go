@@ -1,0 +1,294 @@
+package capsule
+
+import (
+	"errors"
+	"io"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/envspec"
+	"github.com/agentcapsule/capsule/manifest"
+)
+
+// maxSignatureSize bounds manifest.json.sig; an SSH signature is about 1 KiB.
+const maxSignatureSize = 64 << 10
+
+// hashJob is one file to hash.
+type hashJob struct {
+	rel  string // slash path in the capsule
+	host string
+	size int64
+	run  func(j hashJob, p Progress)
+}
+
+// hashAll hashes the layout files, the journal's committed prefix and every
+// blob, largest first, on opts.Workers goroutines.
+func (v *verifier) hashAll() {
+	var jobs []hashJob
+	if v.m != nil {
+		for _, f := range manifest.LayoutFiles {
+			if j, ok := v.job(f, v.checkLayoutFile); ok {
+				jobs = append(jobs, j)
+			}
+		}
+		if j, ok := v.job(manifest.JournalPath, v.checkJournal); ok {
+			jobs = append(jobs, j)
+		}
+	}
+	for hx := range v.blobs {
+		if j, ok := v.job(manifest.BlobsDir+"/"+hx, v.checkBlob); ok {
+			jobs = append(jobs, j)
+		}
+	}
+	sort.Slice(jobs, func(i, k int) bool { return jobs[i].size > jobs[k].size })
+	var total int64
+	for _, j := range jobs {
+		total += j.size
+	}
+	if st, ok := v.opts.Progress.(interface{ SetTotal(int64) }); ok {
+		st.SetTotal(total)
+	}
+	p := newLockedProgress(v.opts.Progress)
+	parallel(len(jobs), workers(v.opts.Workers), func(i int) { jobs[i].run(jobs[i], p) })
+}
+
+// job prepares the check of rel if it is a regular file of the view.
+func (v *verifier) job(rel string, run func(hashJob, Progress)) (hashJob, bool) {
+	host := v.file(rel)
+	fi, err := v.fsys.Lstat(host)
+	if err != nil || !fi.Mode().IsRegular() {
+		return hashJob{}, false // missing or unexpected: reported by the walk
+	}
+	return hashJob{rel: rel, host: host, size: fi.Size(), run: run}, true
+}
+
+func (v *verifier) hashed(n int64, file bool) {
+	v.mu.Lock()
+	v.bytes += n
+	if file {
+		v.files++
+	}
+	v.mu.Unlock()
+}
+
+// checkLayoutFile compares one layout file with its manifest entry (FORMAT §3.1).
+func (v *verifier) checkLayoutFile(j hashJob, p Progress) {
+	want, ok := v.m.File(j.rel)
+	if !ok {
+		return // the manifest's own problem, already reported
+	}
+	if j.size != want.Size {
+		v.hashed(0, true)
+		v.problem(j.rel, KindSize, "%d bytes, the manifest says %d (truncated or changed)", j.size, want.Size)
+		return
+	}
+	got, n, err := hashFile(v.fsys, j.host, j.size, p)
+	v.hashed(n, true)
+	switch {
+	case err != nil:
+		v.problem(j.rel, KindIO, "%v", err)
+	case got != want.Digest:
+		v.problem(j.rel, KindDigest, "content hashes to %s, the manifest says %s (changed)", got.Short(), want.Digest.Short())
+	}
+}
+
+// checkJournal checks the committed prefix by digest and hands the tail to
+// opts.JournalTail (FORMAT §3.3).
+func (v *verifier) checkJournal(j hashJob, p Progress) {
+	want := v.m.Journal
+	if j.size < want.Bytes {
+		v.hashed(0, true)
+		v.problem(j.rel, KindSize, "%d bytes, fewer than the %d the manifest commits (truncated)", j.size, want.Bytes)
+		return
+	}
+	f, err := v.fsys.Open(j.host)
+	if err != nil {
+		v.problem(j.rel, KindIO, "%v", err)
+		return
+	}
+	defer f.Close()
+	last := &lastByte{r: io.LimitReader(f, want.Bytes)}
+	got, n, err := hashReader(last, p)
+	v.hashed(n, true)
+	switch {
+	case err != nil:
+		v.problem(j.rel, KindIO, "%v", err)
+		return
+	case got != want.Digest:
+		v.problem(j.rel, KindDigest, "the committed %d bytes hash to %s, the manifest says %s (changed)", want.Bytes, got.Short(), want.Digest.Short())
+		return
+	case want.Bytes > 0 && last.b != '\n':
+		v.problem(j.rel, KindJournal, "the committed prefix does not end with a newline")
+	}
+	v.checkTail(j, f, want)
+}
+
+func (v *verifier) checkTail(j hashJob, f io.ReaderAt, want manifest.Journal) {
+	tail := j.size - want.Bytes
+	if tail == 0 {
+		return
+	}
+	if v.opts.JournalTail == nil {
+		v.warn(j.rel, KindUnchecked, "%d bytes after the committed prefix (an uncommitted tail) were not checked", tail)
+		return
+	}
+	for _, pr := range v.opts.JournalTail(io.NewSectionReader(f, want.Bytes, tail), want) {
+		if pr.Path == "" {
+			pr.Path = j.rel
+		}
+		if pr.Kind == "" {
+			pr.Kind = KindJournal
+		}
+		v.add(&v.problems, pr)
+	}
+}
+
+// lastByte remembers the last byte read through it.
+type lastByte struct {
+	r io.Reader
+	b byte
+}
+
+func (l *lastByte) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.b = p[n-1]
+	}
+	return n, err
+}
+
+// corruptBlob marks a blob whose content does not match its name.
+const corruptBlob = -2
+
+// checkBlob hashes one blob and compares it with its name (FORMAT §5.2).
+func (v *verifier) checkBlob(j hashJob, p Progress) {
+	got, n, err := hashFile(v.fsys, j.host, j.size, p)
+	v.hashed(n, false)
+	hx := path.Base(j.rel)
+	size := n
+	switch {
+	case err != nil:
+		v.problem(j.rel, KindIO, "%v", err)
+		size = corruptBlob
+	case got.Hex() != hx:
+		v.problem(j.rel, KindCorrupt, "content hashes to %s, not to its name", got.Short())
+		size = corruptBlob
+	}
+	v.mu.Lock()
+	v.blobs[hx] = size
+	v.mu.Unlock()
+}
+
+// checkSnapshot parses snapshot.json and checks every blob it references
+// is present with the recorded size (FORMAT §5.1).
+func (v *verifier) checkSnapshot() {
+	rel := manifest.SnapshotPath
+	b, ok := v.readWhole(rel, MaxSnapshotSize)
+	if !ok {
+		return
+	}
+	s, err := ParseSnapshot(b)
+	if err != nil {
+		v.problem(rel, KindSnapshot, "%s", strings.TrimPrefix(err.Error(), "capsule: "))
+		return
+	}
+	if v.m != nil && v.m.Schemas["snapshot"] != s.Version {
+		v.problem(rel, KindSchema, "version %d, the manifest says snapshot schema %d", s.Version, v.m.Schemas["snapshot"])
+	}
+	v.referenced = map[string]bool{}
+	for _, e := range s.Entries {
+		if e.Type == TypeFile {
+			v.checkReference(e)
+		}
+	}
+}
+
+func (v *verifier) checkReference(e Entry) {
+	hx := e.Blob.Hex()
+	first := !v.referenced[hx]
+	v.referenced[hx] = true
+	size, ok := v.blobs[hx]
+	switch {
+	case !ok && first:
+		v.problem(manifest.BlobsDir+"/"+hx, KindMissing, "blob of snapshot entry %q is missing", clip(e.Path))
+	case ok && size >= 0 && size != e.Size:
+		v.problem(manifest.SnapshotPath, KindReference, "entry %q says %d bytes, blob %s has %d", clip(e.Path), e.Size, digest.Digest(e.Blob).Short(), size)
+	}
+}
+
+// readWhole reads a layout file of the view if it is present and regular.
+func (v *verifier) readWhole(rel string, limit int64) ([]byte, bool) {
+	if t, ok := v.present[rel]; (!ok || !t.IsRegular()) && !v.isStaged(rel) {
+		return nil, false
+	}
+	b, err := readLimited(v.fsys, v.file(rel), limit)
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		v.problem(rel, KindSize, "larger than %d bytes", limit)
+		return nil, false
+	case err != nil:
+		v.problem(rel, KindIO, "%v", err)
+		return nil, false
+	}
+	return b, true
+}
+
+// checkEnvironment validates spec.json against its schema and the secret
+// rules (FORMAT §6).
+func (v *verifier) checkEnvironment() {
+	rel := manifest.EnvironmentPath
+	b, ok := v.readWhole(rel, envspec.MaxSize)
+	if !ok {
+		return
+	}
+	s, err := envspec.Parse(b)
+	var pe *envspec.ParseError
+	switch {
+	case errors.As(err, &pe):
+		for _, p := range pe.Problems {
+			v.problem(rel, KindEnvironment, "%s", p)
+		}
+	case err != nil:
+		v.problem(rel, KindEnvironment, "%v", err)
+	case v.m != nil && v.m.Schemas["environment"] != s.Version:
+		v.problem(rel, KindSchema, "version %d, the manifest says environment schema %d", s.Version, v.m.Schemas["environment"])
+	}
+}
+
+// checkUnreferenced warns about intact blobs the snapshot does not
+// reference: harmless (their names prove their content) but worth pruning.
+func (v *verifier) checkUnreferenced() {
+	if v.referenced == nil {
+		return // the snapshot could not be read: no basis to judge
+	}
+	for hx, size := range v.blobs {
+		if !v.referenced[hx] && size != corruptBlob {
+			v.warn(manifest.BlobsDir+"/"+hx, KindUnreferenced, "intact blob (%d bytes) not referenced by the snapshot", size)
+		}
+	}
+}
+
+// checkSignature hands a present manifest.json.sig to opts.Signature.
+func (v *verifier) checkSignature() {
+	if _, ok := v.present[manifest.SignatureName]; !ok {
+		return
+	}
+	if v.opts.Signature == nil {
+		v.warn(manifest.SignatureName, KindUnchecked, "a signature is present but was not checked (no allowed signers given)")
+		return
+	}
+	sig, err := readLimited(v.fsys, hostPath(v.dir, manifest.SignatureName), maxSignatureSize)
+	if err != nil {
+		v.problem(manifest.SignatureName, KindSignature, "%v", err)
+		return
+	}
+	if v.mbytes == nil {
+		v.problem(manifest.SignatureName, KindSignature, "cannot be checked without a manifest")
+		return
+	}
+	if err := v.opts.Signature(v.mbytes, sig); err != nil {
+		v.problem(manifest.SignatureName, KindSignature, "%v", err)
+	}
+}
