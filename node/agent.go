@@ -358,6 +358,12 @@ func (n *Node) loadAgent(id string) *agent {
 		_ = json.Unmarshal(b, &a.meta)
 	}
 	t, err := LoadTarget(n.fsys, a.path(HolderFile), n.id, id)
+	if errors.Is(err, ErrNoHolder) && !exists(n.fsys, a.capsule()) {
+		// Only pre-copied blobs arrived: no promise was ever made for this
+		// agent, so there is nothing to fence and nothing to run.
+		a.target = transfer.NewTarget(id, string(n.id))
+		return a
+	}
 	if err != nil {
 		a.blocked = err
 		a.target = transfer.NewTarget(id, string(n.id))
@@ -376,6 +382,12 @@ func (a *agent) recoverSource() (transfer.Ready, bool, error) {
 	}
 	if err != nil {
 		return transfer.Ready{}, false, err
+	}
+	if st := rec.Record.Source; st != nil && st.Epoch <= a.target.Holder() {
+		// The agent left in that move and has come back since, at a newer
+		// epoch: the record is history. Replaying it would retire the
+		// live capsule (and freeze an agent this node holds).
+		return transfer.Ready{}, false, nil
 	}
 	src, rd, err := transfer.RecoverSource([]transfer.Record{rec.Record}, a.n.sourceConfig())
 	if err != nil {

@@ -43,12 +43,18 @@ func testLogger(t testing.TB) *slog.Logger {
 
 func newNode(t testing.TB, dir string, o nodeOpts) *Node {
 	t.Helper()
+	return newNodeAt(t, dir, "127.0.0.1:0", o)
+}
+
+// newNodeAt starts a node listening on addr ("127.0.0.1:0" for any port).
+func newNodeAt(t testing.TB, dir, addr string, o nodeOpts) *Node {
+	t.Helper()
 	env := o.env
 	step := o.step
 	if step == 0 {
 		step = 5 * time.Millisecond
 	}
-	n, err := New(Config{Dir: dir, FS: o.fsys, Listen: "127.0.0.1:0", Socket: "-", Logger: testLogger(t),
+	n, err := New(Config{Dir: dir, FS: o.fsys, Listen: addr, Socket: "-", Logger: testLogger(t),
 		StepInterval: step, RetryInterval: 20 * time.Millisecond, RequestTimeout: 5 * time.Second,
 		WrapTransport: o.wrap, Getenv: func(k string) string { return env[k] }, Runner: o.runner, Policy: o.policy})
 	if err != nil {
