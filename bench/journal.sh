@@ -12,7 +12,9 @@
 # Usage: bench/journal.sh [DIR]   (DIR: a directory on the disk to measure;
 # default a fresh directory under /var/tmp). EVENTS=N changes the size of the
 # verify journal; DURATION=1s the length of each append run, ROUNDS=5 their
-# number.
+# number. PARTS="append verify merge" picks the benchmarks to run (e.g.
+# PARTS=verify); JOURNALBENCH=path runs a prebuilt journalbench binary instead
+# of building one, to compare two versions of the code on one machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -21,15 +23,19 @@ if [ $# -ge 1 ]; then dir="$1"; made=""; else dir="$(mktemp -d -p /var/tmp journ
 events="${EVENTS:-1000000}"
 dur="${DURATION:-1s}"
 rounds="${ROUNDS:-5}"
-bin="$dir/journalbench"
-trap 'rm -f "$dir/verify.jsonl" "$bin"; [ -z "$made" ] || rmdir "$made"' EXIT
+parts="${PARTS:-append verify merge}"
+want() { [[ " $parts " == *" $1 "* ]]; }
+bin="${JOURNALBENCH:-$dir/journalbench}"
+built=""; [ -n "${JOURNALBENCH:-}" ] || built="$bin"
+trap 'rm -f "$dir/verify.jsonl" ${built:+"$built"}; [ -z "$made" ] || rmdir "$made"' EXIT
 
-go build -o "$bin" ./bench/journalbench
+[ -z "$built" ] || go build -o "$bin" ./bench/journalbench
 echo "disk: $(df -h "$dir" | awk 'NR==2 {print $1, $6}')  cpus: $(nproc)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 value() { awk '{print $2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
+if want append; then
 echo "== durable appends ($rounds alternating rounds of $dur each; the disk's speed drifts, so"
 echo "   each comparison alternates its two sides and compares their means)"
 sum() { awk '{ s += $1 } END { printf "%.1f", s / NR }'; }
@@ -50,7 +56,9 @@ echo "1 appender:        ${ones[*]}  mean $one appends/s"
 echo "16 appenders:      ${sixteens[*]}  mean $sixteen appends/s ($batch events per fsync)"
 echo "RATIO 1 appender / raw fsync:   $(ratio "$one" "$raw")  (target >= 0.9)"
 echo "RATIO 16 appenders / 1:         $(ratio "$sixteen" "$one")  (target >= 5)"
+fi
 
+if want verify; then
 echo "== verify $events events"
 "$bin" gen -n "$events" -o "$dir/verify.jsonl"
 size=$(stat -c %s "$dir/verify.jsonl")
@@ -72,8 +80,11 @@ echo "openssl dgst -sha256:   $ssl_mb MB/s (best of 3: $best_ssl s wall, $cpu_ss
 echo "capsule verify:         $ver_mb MB/s (best of 3: $best_ver s wall, $cpu_ver s CPU on $(nproc) cores)"
 echo "RATIO verify / openssl:         $(ratio "$ver_mb" "$ssl_mb")  (target >= 0.5; wall clock, this run's load)"
 echo "     by CPU time, each with its cores to itself: $(awk -v o="$cpu_ssl" -v v="$cpu_ver" -v n="$(nproc)" 'BEGIN { printf "%.2f", o / (v / n) }')"
+fi
 
+if want merge; then
 echo "== merge (two journals sharing half their events)"
 for n in 10000 100000 1000000; do
   "$bin" merge -n "$n"
 done
+fi

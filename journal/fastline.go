@@ -56,7 +56,7 @@ func parseFast(line []byte, in *interner) (Event, bool) {
 		in.set(&e, fieldTime, wall)
 	}
 	if in != nil && in.blocks {
-		in.lastOff[e.Machine] = idOff
+		in.setLastID(e.Machine, idOff)
 	} else {
 		in.saw(&e)
 	}

@@ -3,6 +3,7 @@ package journal
 import (
 	"crypto/sha256"
 	"hash"
+	"strings"
 )
 
 // interner saves allocations while one reader parses many lines: it shares
@@ -12,13 +13,15 @@ import (
 // interner shares nothing.
 type interner struct {
 	machines map[string]string
+	recent   []string          // the first few machines, checked before the map
 	last     map[string]string // machine -> id of its last event (string mode)
 	hash     hash.Hash
 
 	blocks  bool
-	block   []byte         // the batch's ids, prevs and times, back to back
-	lastOff map[string]int // machine -> offset of its last id in block
-	patches []patch        // strings of the line being parsed, to set later
+	block   strings.Builder // the batch's ids, prevs and times, back to back
+	lastOff []lastID        // the last id in block of the first few machines
+	lastMap map[string]int  // and of the others, if there are more
+	patches []patch         // strings of the line being parsed, to set later
 }
 
 // patch is a string field of an event that lives at block[off:off+n].
@@ -33,13 +36,17 @@ const (
 	fieldTime
 )
 
+// maxRecent is how many machine names an interner checks before its map: a
+// journal has few machines, and comparing a name to a few is faster than
+// hashing it.
+const maxRecent = 8
+
 // newInterner returns an interner; in block mode, lines is the number of
 // lines expected, to size the block.
 func newInterner(blocks bool, lines int) *interner {
 	in := &interner{machines: map[string]string{}, last: map[string]string{}, hash: sha256.New(), blocks: blocks}
 	if blocks {
-		in.lastOff = map[string]int{}
-		in.block = make([]byte, 0, lines*(71+32))
+		in.block.Grow(lines * (71 + 32))
 		in.patches = make([]patch, 0, 4)
 	}
 	return in
@@ -58,6 +65,11 @@ func (in *interner) hasher() hash.Hash {
 // is not a valid name. Names are checked and allocated once per interner.
 func (in *interner) machine(b []byte) string {
 	if in != nil {
+		for _, s := range in.recent {
+			if s == string(b) {
+				return s
+			}
+		}
 		if s, ok := in.machines[string(b)]; ok {
 			return s
 		}
@@ -68,6 +80,9 @@ func (in *interner) machine(b []byte) string {
 	}
 	if in != nil {
 		in.machines[s] = s
+		if len(in.recent) < maxRecent {
+			in.recent = append(in.recent, s)
+		}
 	}
 	return s
 }
@@ -98,8 +113,8 @@ func (in *interner) set(e *Event, field uint8, b []byte) int {
 		*fieldOf(e, field) = string(b)
 		return -1
 	}
-	off := len(in.block)
-	in.block = append(in.block, b...)
+	off := in.block.Len()
+	in.block.Write(b)
 	in.patches = append(in.patches, patch{field: field, off: int32(off), n: int32(len(b))})
 	return off
 }
@@ -119,7 +134,7 @@ func (in *interner) setPrev(e *Event, prev []byte) bool {
 		e.Prev = string(prev)
 		return true
 	}
-	if off, ok := in.lastOff[e.Machine]; ok && string(in.block[off:off+len(prev)]) == string(prev) {
+	if off := in.lastIDOf(e.Machine); off >= 0 && in.block.String()[off:off+len(prev)] == string(prev) {
 		in.patches = append(in.patches, patch{field: fieldPrev, off: int32(off), n: int32(len(prev))})
 		return true
 	}
@@ -128,6 +143,44 @@ func (in *interner) setPrev(e *Event, prev []byte) bool {
 	}
 	in.set(e, fieldPrev, prev)
 	return true
+}
+
+// lastID is where the last id of a machine sits in the block.
+type lastID struct {
+	machine string
+	off     int
+}
+
+// lastIDOf returns the offset in the block of machine's last id, or -1. A
+// batch has few machines, so a short list beats a map.
+func (in *interner) lastIDOf(machine string) int {
+	for _, l := range in.lastOff {
+		if l.machine == machine {
+			return l.off
+		}
+	}
+	if off, ok := in.lastMap[machine]; ok {
+		return off
+	}
+	return -1
+}
+
+// setLastID records off as the offset of machine's last id.
+func (in *interner) setLastID(machine string, off int) {
+	for i := range in.lastOff {
+		if in.lastOff[i].machine == machine {
+			in.lastOff[i].off = off
+			return
+		}
+	}
+	if len(in.lastOff) < maxRecent {
+		in.lastOff = append(in.lastOff, lastID{machine, off})
+		return
+	}
+	if in.lastMap == nil {
+		in.lastMap = map[string]int{}
+	}
+	in.lastMap[machine] = off
 }
 
 func fieldOf(e *Event, field uint8) *string {
@@ -140,16 +193,18 @@ func fieldOf(e *Event, field uint8) *string {
 	return &e.Time
 }
 
-// take returns the patches of the line just parsed and starts the next.
+// take returns the patches of the line just parsed and starts the next,
+// reusing their buffer: the caller must copy them before the next set.
 func (in *interner) take() []patch {
 	p := in.patches
-	in.patches = in.patches[len(in.patches):]
+	in.patches = in.patches[:0]
 	return p
 }
 
-// finish turns the block into one string and sets the patched fields.
+// finish sets the patched fields to pieces of the block, which a
+// strings.Builder turns into one string without copying it.
 func (in *interner) finish(events []Event, owners []int32, patches []patch) {
-	s := string(in.block)
+	s := in.block.String()
 	for i, p := range patches {
 		*fieldOf(&events[owners[i]], p.field) = s[p.off : p.off+p.n]
 	}
