@@ -32,6 +32,8 @@ type nodeOpts struct {
 	policy transfer.Policy
 	wrap   func(peer ID, rt http.RoundTripper) http.RoundTripper
 	env    map[string]string
+	// abortRetries is Config.AbortRetries (0: the default).
+	abortRetries int
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -56,7 +58,7 @@ func newNodeAt(t testing.TB, dir, addr string, o nodeOpts) *Node {
 	}
 	n, err := New(Config{Dir: dir, FS: o.fsys, Listen: addr, Socket: "-", Logger: testLogger(t),
 		StepInterval: step, RetryInterval: 20 * time.Millisecond, RequestTimeout: 5 * time.Second,
-		WrapTransport: o.wrap, Getenv: func(k string) string { return env[k] }, Runner: o.runner, Policy: o.policy})
+		WrapTransport: o.wrap, Getenv: func(k string) string { return env[k] }, Runner: o.runner, Policy: o.policy, AbortRetries: o.abortRetries})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -237,7 +237,9 @@ func (n *Node) MoveStatus(ctx context.Context, id string) (api.MoveStatus, error
 // Resolve implements api.LocalService: `capsule move resolve`. Without
 // Force it asks the target again (a fencing resolve); with Force the
 // operator overrides a waiting or stale move: the agent resumes here at a
-// new epoch above every epoch this node knows, recording who forced it.
+// new epoch above every epoch this node knows, recording who forced it;
+// a rolled-back move still asking its target to discard its staging gives
+// that up (giveUpAbort), so that the agent may move again.
 func (n *Node) Resolve(ctx context.Context, id string, req api.ResolveRequest) (api.MoveStatus, error) {
 	a, err := n.getAgent(id)
 	if err != nil {
@@ -247,6 +249,15 @@ func (n *Node) Resolve(ctx context.Context, id string, req api.ResolveRequest) (
 	if a.source == nil {
 		a.mu.Unlock()
 		return api.MoveStatus{}, fmt.Errorf("%w: agent %s has no move to resolve", api.ErrNotFound, id)
+	}
+	if req.Force && a.source.Phase() == phaseAborting {
+		err := a.giveUpAbort(req.By)
+		st := a.source.State()
+		a.mu.Unlock()
+		if err != nil {
+			return api.MoveStatus{}, fmt.Errorf("%w: %v", api.ErrConflict, err)
+		}
+		return api.MoveStatus{MoveID: st.Move, To: st.Peer, Epoch: st.Epoch, Phase: a.source.Phase(), Outcome: string(transfer.OutcomeRolledBack), Reason: st.Note}, nil
 	}
 	in := transfer.Input{Kind: transfer.InResolve}
 	if req.Force {
@@ -271,6 +282,33 @@ func (n *Node) Resolve(ctx context.Context, id string, req api.ResolveRequest) (
 		n.drive(a, mr, in)
 	}
 	return n.waitSettled(ctx, a, mr)
+}
+
+// phaseAborting is the phase of a rolled-back source still asking its
+// target to discard the move's staging (transfer's Source.Phase).
+const phaseAborting = "aborting"
+
+// giveUpAbort stops cleaning up a rolled-back move at once, as running out
+// of its abort budget would: the agent already runs here at its old
+// epoch, only the target's staging is at stake, and the target discards
+// it when a newer offer reaches it. The source then lets a new move
+// start. Caller holds a.mu.
+func (a *agent) giveUpAbort(by string) error {
+	budget := a.n.cfg.AbortRetries
+	if budget < 0 {
+		return fmt.Errorf("move %s: the abort is retried for ever (AbortRetries < 0); it ends when %s answers", a.source.State().Move, a.source.State().Peer)
+	}
+	for i := 0; i <= budget && a.source.Phase() == phaseAborting; i++ {
+		a.source.Step(transfer.Input{Kind: transfer.InSendFailed}) // no records: a give-up changes nothing durable
+	}
+	if !a.source.Done() {
+		return fmt.Errorf("move %s is still %s", a.source.State().Move, a.source.Phase())
+	}
+	if by == "" {
+		by = "operator"
+	}
+	a.n.log.Warn("abort given up", "agent", a.id, "move", a.source.State().Move, "target", a.source.State().Peer, "by", by)
+	return nil
 }
 
 // waitSettled waits until the move's driver has nothing left to do, or a

@@ -47,6 +47,7 @@ type moveRun struct {
 	phases      []phaseAt              // when each phase began (benchmarks read it)
 	inputs      chan transfer.Input    // operator inputs (resolve, force)
 	driving     bool
+	frozenWork  *frozenWork            // the workspace as the freeze recorded it
 	sentSet     map[digest.Digest]bool // blobs sent so far
 	skippedSet  map[digest.Digest]bool // blobs the target had before this move sent them
 	// lastReplies are the replies to the message of the last push.
@@ -251,7 +252,7 @@ func (n *Node) act(a *agent, mr *moveRun, act transfer.Action) (transfer.Input, 
 	case transfer.ActResume:
 		a.resume(act.Epoch, mr)
 	case transfer.ActRetire:
-		a.retire(act)
+		a.retire(act, mr)
 	}
 	return transfer.Input{}, false
 }
@@ -587,8 +588,9 @@ func (a *agent) resume(epoch uint64, mr *moveRun) {
 // retire records that the agent now lives on the successor: the Target
 // releases it, the journal closes, and the capsule folder becomes a cache
 // (blobs into the CAS store, the journal into incoming.jsonl) so that a
-// later move back sends only what changed.
-func (a *agent) retire(act transfer.Action) {
+// later move back sends only what changed. The frozen workspace stays as
+// the shadow of such a move (keepShadow), when mr knows what it holds.
+func (a *agent) retire(act transfer.Action, mr *moveRun) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, err := a.stepTarget(transfer.Input{Kind: transfer.InRelease, Move: act.Move, Epoch: act.Epoch}); err != nil {
@@ -601,7 +603,10 @@ func (a *agent) retire(act transfer.Action) {
 		_ = a.log.Close()
 		a.log = nil
 	}
-	if err := a.toCache(events); err != nil {
+	mr.mu.Lock()
+	fw := mr.frozenWork
+	mr.mu.Unlock()
+	if err := a.toCache(events, fw); err != nil {
 		a.n.log.Warn("retire: keeping the capsule folder", "agent", a.id, "err", err)
 	}
 	a.n.log.Info("agent retired", "agent", a.id, "successor", act.Peer, "epoch", act.Epoch)

@@ -96,6 +96,12 @@ type Config struct {
 	// Retries is the attempts per request before the point of no return
 	// (default transfer.DefaultRetries).
 	Retries int
+	// AbortRetries bounds the failed attempts at cleaning up a rolled-back
+	// move's staging on its target (default transfer.DefaultAbortRetries;
+	// negative: retry for ever). Until the target answers or the budget
+	// runs out no new move of the agent may start; after that the target
+	// discards the abandoned staging when a newer offer reaches it.
+	AbortRetries int
 	// RequestTimeout bounds one peer request (default 30s).
 	RequestTimeout time.Duration
 	// RetryInterval paces resolve and abort retries (default 200ms).
@@ -130,6 +136,9 @@ func (c *Config) defaults() {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 30 * time.Second
+	}
+	if c.AbortRetries == 0 {
+		c.AbortRetries = transfer.DefaultAbortRetries
 	}
 	if c.RetryInterval <= 0 {
 		c.RetryInterval = 200 * time.Millisecond
@@ -238,7 +247,7 @@ func (n *Node) writer() manifest.Writer {
 }
 
 func (n *Node) sourceConfig() transfer.SourceConfig {
-	return transfer.SourceConfig{Policy: n.cfg.Policy, Retries: n.cfg.Retries}
+	return transfer.SourceConfig{Policy: n.cfg.Policy, Retries: n.cfg.Retries, AbortRetries: n.cfg.AbortRetries}
 }
 
 func (n *Node) loadAgents() error {

@@ -124,7 +124,19 @@ func (a *agent) frozenInventory(mr *moveRun) (transfer.Inventory, error) {
 		src.add(&inv, b.Digest, b.Size, p)
 	}
 	mr.setSources(src, inv.Manifest, sum.Bytes, inv.Journal)
+	mr.mu.Lock()
+	mr.frozenWork = &frozenWork{manifest: inv.Manifest, snapBytes: sb, snap: rec.snap}
+	mr.mu.Unlock()
 	return inv, nil
+}
+
+// frozenWork is the workspace of a frozen agent as its freeze recorded
+// it: the runner is stopped, so the workspace holds exactly snap until the
+// move ends.
+type frozenWork struct {
+	manifest  digest.Digest // the frozen inventory's manifest
+	snapBytes []byte        // snapshot.json of that manifest
+	snap      *capsule.Snapshot
 }
 
 // blobSources says where the bytes of each inventory blob come from.

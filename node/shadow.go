@@ -348,3 +348,147 @@ func pathDepth(p string) int {
 	}
 	return n
 }
+
+// keepShadow makes the workspace of a retired agent, frozen at fw, the
+// shadow of a later move back (one rename), so that such a move applies
+// only what changed since instead of checking out the whole workspace.
+// What a checkout of fw.snap would not hold is removed first (ignored
+// files, entries the snapshot skips), modes are those a checkout writes,
+// and every file is synced before shadow.json says the shadow is
+// complete: the runner wrote the workspace without syncing it. The
+// shadow's layout files are only snapshot.json; the others come from the
+// CAS store when a move needs them. Caller holds a.mu.
+func (a *agent) keepShadow(fw *frozenWork) error {
+	fsys := a.n.fsys
+	a.dropShadow()
+	root := a.path(shadowDir)
+	capDir := filepath.Join(root, capsuleDir)
+	var b syncBatch
+	b.dir(a.dir)
+	if err := fsys.Mkdir(root, 0o755); err != nil {
+		return err
+	}
+	work := filepath.Join(root, workDir)
+	if err := fsys.Rename(a.work(), work); err != nil {
+		return err
+	}
+	b.created(work)
+	for _, d := range append([]string{capDir}, hostPaths(capDir, shadowSkeleton)...) {
+		if err := mkdirNoted(fsys, d, &b); err != nil {
+			return err
+		}
+	}
+	sp := filepath.Join(capDir, filepath.FromSlash(manifest.SnapshotPath))
+	if err := writeNew(fsys, sp, fw.snapBytes, 0o644); err != nil {
+		return err
+	}
+	b.file(sp)
+	b.created(sp)
+	if err := pruneCheckout(fsys, work, fw.snap, &b); err != nil {
+		return err
+	}
+	if err := b.flush(fsys); err != nil {
+		return err
+	}
+	st := &shadowState{Manifest: fw.manifest, Files: map[string]digest.Digest{manifest.SnapshotPath: digest.FromBytes(fw.snapBytes)}}
+	data, _ := json.Marshal(st)
+	if err := vfs.WriteFile(fsys, a.path(shadowFile), data, 0o600); err != nil {
+		return err
+	}
+	a.shadow = &shadowMem{state: st, snap: fw.snap}
+	return nil
+}
+
+// pruneCheckout makes root, a folder holding at least the entries of snap,
+// a checkout of snap as capsule.CheckoutSnapshot writes it: whatever snap
+// does not list is removed and file modes become 0644 or 0755. Every file
+// kept is noted in b for syncing; its bytes are not read (the caller
+// recorded them as snap).
+func pruneCheckout(fsys vfs.FS, root string, snap *capsule.Snapshot, b *syncBatch) error {
+	p := pruner{fsys: fsys, root: root, idx: entryIndex(snap), dirs: dirSet(snap), b: b}
+	if err := p.prune(""); err != nil {
+		return err
+	}
+	if p.kept != len(p.idx)+len(p.dirs) {
+		return fmt.Errorf("%s holds %d of the %d entries of its snapshot", root, p.kept, len(p.idx)+len(p.dirs))
+	}
+	return nil
+}
+
+type pruner struct {
+	fsys vfs.FS
+	root string
+	idx  map[string]capsule.Entry
+	dirs map[string]bool
+	b    *syncBatch
+	kept int // entries of the snapshot found
+}
+
+func (p *pruner) prune(rel string) error {
+	dir := filepath.Join(p.root, filepath.FromSlash(rel))
+	ents, err := p.fsys.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		r := path.Join(rel, e.Name())
+		host := filepath.Join(dir, e.Name())
+		keep, err := p.entry(r, host, e)
+		if err != nil {
+			return err
+		}
+		if !keep {
+			if err := p.fsys.RemoveAll(host); err != nil {
+				return err
+			}
+			p.b.dir(dir)
+		}
+	}
+	return nil
+}
+
+// entry reports whether the entry r (at host) belongs to the checkout,
+// descending into directories that do. An entry the snapshot lists with
+// another type, size or target is an error: the folder is not what the
+// snapshot recorded.
+func (p *pruner) entry(r, host string, e fs.DirEntry) (bool, error) {
+	if e.IsDir() {
+		if !p.dirs[r] {
+			return false, nil
+		}
+		p.kept++
+		return true, p.prune(r)
+	}
+	want, ok := p.idx[r]
+	if !ok {
+		return false, nil
+	}
+	differs := fmt.Errorf("%s differs from its snapshot entry", host)
+	switch t := e.Type(); {
+	case t&fs.ModeSymlink != 0:
+		target, err := p.fsys.Readlink(host)
+		if err != nil || want.Type != capsule.TypeSymlink || target != filepath.FromSlash(want.Target) {
+			return false, differs
+		}
+		p.kept++
+		return true, nil
+	case t.IsRegular():
+		fi, err := e.Info()
+		if err != nil || want.Type != capsule.TypeFile || fi.Size() != want.Size {
+			return false, differs
+		}
+		p.kept++
+		perm := fs.FileMode(0o644)
+		if want.Exec {
+			perm = 0o755
+		}
+		if fi.Mode().Perm() != perm {
+			if err := p.fsys.Chmod(host, perm); err != nil {
+				return false, err
+			}
+		}
+		p.b.file(host)
+		return true, nil
+	}
+	return false, differs
+}

@@ -98,10 +98,21 @@ func (c *statCache) lookup(rel string, k statKey) (digest.Digest, bool) {
 	return e.blob, true
 }
 
+// store caches d as the digest of rel with stat k, hashed at time at. It
+// does nothing on a forgotten cache.
 func (c *statCache) store(rel string, k statKey, d digest.Digest, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.files[rel] = cachedFile{key: k, blob: d, at: at}
+	if c.files != nil {
+		c.files[rel] = cachedFile{key: k, blob: d, at: at}
+	}
+}
+
+// describes reports whether the cache describes the folder dir.
+func (c *statCache) describes(dir string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.files != nil && c.dir == dir
 }
 
 // reset empties the cache if it describes another folder than dir.

@@ -485,24 +485,57 @@ func (a *agent) afterMove(epoch uint64, snap *capsule.Snapshot, started time.Tim
 			a.n.log.Warn("commit after move", "agent", a.id, "err", err)
 		}
 		if snap != nil {
-			a.seedCache(snap, started)
+			if racy := a.seedCache(snap, started); len(racy) > 0 {
+				a.n.wg.Add(1)
+				go a.rehashLater(a.work(), racy, started)
+			}
 		}
 	}()
 }
 
 // seedCache records in the stat cache the digests of the workspace files
 // a checkout of snap wrote (the blobs of the capsule's store), as known at
-// time at.
-func (a *agent) seedCache(snap *capsule.Snapshot, at time.Time) {
+// time at. It returns the files the cache will not trust for that: those
+// written within racyWindow of at.
+func (a *agent) seedCache(snap *capsule.Snapshot, at time.Time) []walkedFile {
 	a.cache.reset(a.work())
+	var racy []walkedFile
 	for _, e := range snap.Entries {
 		if e.Type != capsule.TypeFile {
 			continue
 		}
 		if fi, err := a.n.fsys.Lstat(filepath.Join(a.work(), filepath.FromSlash(e.Path))); err == nil && fi.Mode().IsRegular() && fi.Size() == e.Size {
-			a.cache.store(e.Path, keyOf(fi), e.Blob, at)
+			k := keyOf(fi)
+			a.cache.store(e.Path, k, e.Blob, at)
+			if k.mtime != 0 && !time.Unix(0, k.mtime).Before(at.Add(-racyWindow)) {
+				racy = append(racy, walkedFile{entry: capsule.Entry{Path: e.Path, Type: capsule.TypeFile}, key: k})
+			}
 		}
 		a.cache.markStored(e.Blob)
+	}
+	return racy
+}
+
+// rehashLater hashes again, once racyWindow has passed since at, the
+// seeded files the stat cache could not trust, so that the next freeze
+// finds them cached instead of hashing them inside the frozen window. It
+// runs beside the agent, as a pre-copy record does: a file the agent
+// changes meanwhile gets a newer stat, which its entry does not match.
+func (a *agent) rehashLater(dir string, files []walkedFile, at time.Time) {
+	defer a.n.wg.Done()
+	if wait := at.Add(racyWindow + 10*time.Millisecond).Sub(a.n.clock.Now()); wait > 0 {
+		select {
+		case <-a.n.clock.After(wait):
+		case <-a.n.ctx.Done():
+			return
+		}
+	}
+	w := &workWalker{fsys: a.n.fsys, root: dir}
+	for i := range files {
+		if ctxDone(a.n.ctx) || !a.cache.describes(dir) {
+			return
+		}
+		_ = w.hash(&files[i], &a.cache, a.n.clock.Now) // a file that went is simply not cached
 	}
 }
 
@@ -539,11 +572,19 @@ func (a *agent) discard(move string) error {
 }
 
 // toCache turns the retired capsule folder into cache: blobs into the CAS
-// store, the journal into the journal copy; the rest is removed.
-func (a *agent) toCache(events int64) error {
+// store, the journal into the journal copy, and the workspace, when fw
+// says what it holds, into the shadow of a later move back (keepShadow);
+// the rest is removed.
+func (a *agent) toCache(events int64, fw *frozenWork) error {
 	a.cache.forget()
 	if err := a.reclaim(a.capsule(), events); err != nil {
 		return err
+	}
+	if fw != nil && exists(a.n.fsys, a.work()) {
+		if err := a.keepShadow(fw); err != nil {
+			a.n.log.Warn("retire: workspace not kept as shadow", "agent", a.id, "err", err)
+			a.dropShadow()
+		}
 	}
 	for _, name := range []string{capsuleDir, workDir} {
 		if err := a.n.fsys.RemoveAll(a.path(name)); err != nil {
