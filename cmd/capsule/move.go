@@ -166,7 +166,9 @@ epoch before it answers, so a late activate can never start a second copy.
 --force is the operator's override when the target is gone for good: this
 node burns a new epoch above every epoch it knows, resumes the agent here and
 records who forced it. It is outside the protocol's guarantee: use it only
-when you know the target will not run the agent (see docs/PROTOCOL.md).`,
+when you know the target will not run the agent (see docs/PROTOCOL.md).
+On a move that rolled back and is still sending its abort to an unreachable
+target, --force only ends that clean-up so the agent can move again.`,
 		Example: `  capsule move resolve 01J... --data ~/capsule-a
   capsule move resolve 01J... --force --by alice --data ~/capsule-a`,
 		Args: cobra.ExactArgs(1),
