@@ -158,8 +158,13 @@ func (b *builder) fit(avail int) ([]keptUnit, int) {
 		} else if i != last && used+cost+reserve(i) > avail {
 			// It does not fit beside a digest; it may still fit if
 			// everything older fits too and no digest is needed.
-			if rest, all := b.fitRest(i, used, avail-startCost); all {
-				return append(kept, rest...), 0
+			// Unit i is built already; building it again would find its
+			// stub declarations taken and under-count it.
+			if used+cost <= avail-startCost {
+				if rest, all := b.fitRest(i-1, used+cost, avail-startCost); all {
+					kept = append(kept, keptUnit{unit: i, item: it, ok: ok})
+					return append(kept, rest...), 0
+				}
 			}
 			b.report.restore(saved) // the unit is dropped: it reports nothing
 			break
