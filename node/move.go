@@ -159,12 +159,11 @@ func (n *Node) drive(a *agent, mr *moveRun, first transfer.Input) {
 	}()
 }
 
-// driveLoop is the loop of transfer's package doc: step one input, persist
+// driveLoop is the loop of transfer's package doc: step each queued input, persist
 // its records, then send its messages and perform its actions, whose
 // results are the next inputs. When nothing is left it waits a retry
 // interval and ticks, until the source is done.
-func (n *Node) driveLoop(a *agent, mr *moveRun, first transfer.Input) {
-	queue := []transfer.Input{first}
+func (n *Node) driveLoop(a *agent, mr *moveRun, queue ...transfer.Input) {
 	for {
 		if len(queue) == 0 {
 			a.mu.Lock()
@@ -200,7 +199,13 @@ func (n *Node) driveLoop(a *agent, mr *moveRun, first transfer.Input) {
 func (a *agent) stepSource(in transfer.Input) transfer.Ready {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	rd := a.source.Step(in)
+	return a.persistReady(a.source.Step(in))
+}
+
+// persistReady makes rd's records durable before anything in rd may be
+// sent or done; when that fails it tells the Source and returns the Ready
+// it answers with instead. The caller holds a.mu.
+func (a *agent) persistReady(rd transfer.Ready) transfer.Ready {
 	for len(rd.Records) > 0 {
 		err := a.persist(rd.Records)
 		if err == nil {

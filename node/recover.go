@@ -63,24 +63,15 @@ func (n *Node) driveReady(a *agent, mr *moveRun, rd transfer.Ready) {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		if err := a.persistLocked(rd.Records); err != nil {
-			n.log.Error("persist failed during recovery", "agent", a.id, "err", err)
-		}
+		a.mu.Lock()
+		rd := a.persistReady(rd)
+		a.mu.Unlock()
 		next := n.execute(a, mr, rd)
 		if rd.Outcome != "" {
 			n.reportOutcome(a, mr, rd.Outcome)
 		}
-		if len(next) == 0 {
-			next = []transfer.Input{{Kind: transfer.InTick}}
-		}
-		n.driveLoop(a, mr, next[0])
+		n.driveLoop(a, mr, next...)
 	}()
-}
-
-func (a *agent) persistLocked(recs []transfer.Record) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.persist(recs)
 }
 
 // cleanStaging removes the staging of incoming moves that are no longer
