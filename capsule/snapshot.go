@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -250,7 +252,7 @@ func (w *walker) link(p string) error {
 func (w *walker) dropEscapingLinks() {
 	for changed := true; changed; {
 		changed = false
-		for _, p := range sortedKeys(w.links) {
+		for _, p := range slices.Sorted(maps.Keys(w.links)) {
 			if escapes(w.links, p) {
 				delete(w.links, p)
 				w.skip(p, "symbolic link whose target leaves the workspace")

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -134,7 +136,7 @@ func (s *Snapshot) Validate() error {
 			}
 		}
 	}
-	for _, p := range sortedKeys(links) {
+	for _, p := range slices.Sorted(maps.Keys(links)) {
 		if escapes(links, p) {
 			add("symlink %q: target leaves the tree", clip(p))
 		}
@@ -276,15 +278,6 @@ type SnapshotStats struct {
 	Dirs     int   `json:"dirs"`
 	Symlinks int   `json:"symlinks"`
 	Bytes    int64 `json:"bytes"`
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func clip(s string) string {

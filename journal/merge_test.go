@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/gowebpki/jcs"
@@ -45,25 +47,12 @@ func history(t *rapid.T) map[string][]Event {
 // in total order. Copies that hold different prefixes have diverged.
 func copyOf(t *rapid.T, chains map[string][]Event, label string) []Event {
 	var out []Event
-	for _, m := range sortedKeys(chains) {
+	for _, m := range slices.Sorted(maps.Keys(chains)) {
 		n := rapid.IntRange(0, len(chains[m])).Draw(t, label+" "+m)
 		out = append(out, chains[m][:n]...)
 	}
 	Sort(out)
 	return out
-}
-
-func sortedKeys(m map[string][]Event) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	for i := 1; i < len(ks); i++ {
-		for j := i; j > 0 && ks[j] < ks[j-1]; j-- {
-			ks[j], ks[j-1] = ks[j-1], ks[j]
-		}
-	}
-	return ks
 }
 
 func mustMerge(t *rapid.T, a, b []Event) []Event {
@@ -119,7 +108,7 @@ func TestMergeRefusesFork(t *testing.T) {
 		a := copyOf(t, chains, "a")
 		var m string
 		var base []Event
-		for _, k := range sortedKeys(chains) {
+		for _, k := range slices.Sorted(maps.Keys(chains)) {
 			m, base = k, chains[k]
 		}
 		if base == nil {

@@ -3,6 +3,8 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -138,7 +140,7 @@ func (j Journal) check(p *problemList) {
 		p.add("journal.events", "is 0 but the committed journal has %d bytes", j.Bytes)
 	}
 	var sum uint64
-	for _, mach := range sortedKeys(j.Heads) {
+	for _, mach := range slices.Sorted(maps.Keys(j.Heads)) {
 		h := j.Heads[mach]
 		field := "journal.heads." + mach
 		checkLabel(p, field, mach, false)
@@ -300,15 +302,6 @@ func atoi(s string) int {
 		n = n*10 + int(s[i]-'0')
 	}
 	return n
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func clip(s string) string {

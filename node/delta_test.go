@@ -5,11 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,7 +117,7 @@ func (t randomTree) write(tb testing.TB, fsys vfs.FS, dir string) {
 	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		tb.Fatal(err)
 	}
-	for _, p := range sortedKeys(t) {
+	for _, p := range slices.Sorted(maps.Keys(t)) {
 		e, host := t[p], filepath.Join(dir, filepath.FromSlash(p))
 		if err := fsys.MkdirAll(filepath.Dir(host), 0o755); err != nil {
 			tb.Fatal(err)
@@ -138,15 +139,6 @@ func (t randomTree) write(tb testing.TB, fsys vfs.FS, dir string) {
 			tb.Fatal(err)
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // listTree describes every entry below dir: type, mode, content, link.
@@ -333,7 +325,7 @@ func backdate(t *testing.T, dir string, at time.Time) {
 // sameSizeRewrite rewrites one file in place with other bytes of the same
 // length and puts its old modification time back.
 func sameSizeRewrite(t *testing.T, r *rand.Rand, tree randomTree, ws string, at time.Time) {
-	for _, p := range sortedKeys(tree) {
+	for _, p := range slices.Sorted(maps.Keys(tree)) {
 		e := tree[p]
 		if e.kind != capsule.TypeFile || len(e.data) == 0 || r.IntN(2) == 0 {
 			continue
