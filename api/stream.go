@@ -37,7 +37,16 @@ const (
 	// FrameMessage carries one move-protocol Message (JSON), delivered
 	// after every earlier frame of the stream was stored.
 	FrameMessage FrameKind = "message"
+	// FrameDelta carries one blob as zstd compressed with the bytes of
+	// another blob, its base, as a raw dictionary. The header names the
+	// blob's digest and size, the base's digest and the compressed size
+	// (the bytes that follow). The receiver decodes it with the base it
+	// holds and verifies the digest before the blob enters its store.
+	FrameDelta FrameKind = "delta"
 )
+
+// MaxFrameHeader bounds the header line of a frame, newline excluded.
+const MaxFrameHeader = 256
 
 // A push stream is the body of a push request: StreamMagic, then frames.
 // Each frame is a header line and exactly size bytes:
@@ -45,17 +54,25 @@ const (
 //	blob <digest> <size>\n<bytes>
 //	journal <count> <size>\n<bytes>
 //	message <size>\n<bytes>
+//	delta <digest> <size> <base> <zsize>\n<zsize bytes>
 //
 // The stream ends at EOF after a complete frame. Blobs are content
-// addressed and verified on receipt; journal lines are checked by the
+// addressed and verified on receipt (a delta after decoding, by the
+// receiver, which holds the base); journal lines are checked by the
 // receiver's journal code; the message comes last.
 
-// Frame is the header of one frame.
+// Frame is the header of one frame. Size is always the number of bytes
+// that follow the header (for FrameDelta, the compressed size).
 type Frame struct {
 	Kind   FrameKind
-	Digest digest.Digest // FrameBlob
+	Digest digest.Digest // FrameBlob, FrameDelta: the blob's digest
 	Count  uint64        // FrameJournal: events the receiver already has
 	Size   int64
+	// Base is the digest of the blob whose bytes are the dictionary of a
+	// FrameDelta.
+	Base digest.Digest
+	// BlobSize is the size of the blob a FrameDelta decodes to.
+	BlobSize int64
 }
 
 func (f Frame) header() string {
@@ -64,6 +81,8 @@ func (f Frame) header() string {
 		return fmt.Sprintf("blob %s %d\n", f.Digest, f.Size)
 	case FrameJournal:
 		return fmt.Sprintf("journal %d %d\n", f.Count, f.Size)
+	case FrameDelta:
+		return fmt.Sprintf("delta %s %d %s %d\n", f.Digest, f.BlobSize, f.Base, f.Size)
 	default:
 		return fmt.Sprintf("message %d\n", f.Size)
 	}
@@ -108,7 +127,9 @@ func NewStreamReader(r io.Reader, maxSize int64) *StreamReader {
 
 // Next returns the next frame's header and a reader of its content. A blob
 // frame's reader returns ErrDigestMismatch instead of io.EOF when the bytes
-// do not hash to the announced digest; every frame's reader returns
+// do not hash to the announced digest (a delta frame's content is
+// compressed: its receiver checks the digest once it has decoded it);
+// every frame's reader returns
 // io.ErrUnexpectedEOF when the stream ends early. Next skips whatever the
 // previous frame's reader left unread. At the clean end of the stream Next
 // returns io.EOF.
@@ -150,7 +171,7 @@ func (s *StreamReader) start() error {
 }
 
 func (s *StreamReader) readLine() (string, error) {
-	const maxLine = 128
+	const maxLine = MaxFrameHeader
 	var b strings.Builder
 	for {
 		c, err := s.r.ReadByte()
@@ -187,6 +208,10 @@ func parseFrameHeader(line string, maxSize int64) (Frame, error) {
 		}
 	case fields[0] == string(FrameMessage) && len(fields) == 2:
 		f.Kind = FrameMessage
+	case fields[0] == string(FrameDelta) && len(fields) == 5:
+		if f, err = parseDeltaHeader(fields, maxSize); err != nil {
+			return Frame{}, err
+		}
 	default:
 		return Frame{}, fmt.Errorf("%w: header %q", ErrBadFrame, clip(line))
 	}
@@ -197,6 +222,30 @@ func parseFrameHeader(line string, maxSize int64) (Frame, error) {
 	}
 	if f.Size > maxSize {
 		return Frame{}, fmt.Errorf("%w: %s frame announces %d bytes, limit %d", ErrBadFrame, f.Kind, f.Size, maxSize)
+	}
+	return f, nil
+}
+
+// parseDeltaHeader parses the digest, blob size and base of a delta
+// header; the compressed size is parsed with every other frame's size.
+func parseDeltaHeader(fields []string, maxSize int64) (Frame, error) {
+	f := Frame{Kind: FrameDelta}
+	var err error
+	if f.Digest, err = digest.Parse(fields[1]); err != nil {
+		return Frame{}, fmt.Errorf("%w: %v", ErrBadFrame, err)
+	}
+	if f.Base, err = digest.Parse(fields[3]); err != nil {
+		return Frame{}, fmt.Errorf("%w: base: %v", ErrBadFrame, err)
+	}
+	if f.Base == f.Digest {
+		return Frame{}, fmt.Errorf("%w: delta of %s against itself", ErrBadFrame, f.Digest)
+	}
+	f.BlobSize, err = strconv.ParseInt(fields[2], 10, 64)
+	if err != nil || f.BlobSize < 0 || strconv.FormatInt(f.BlobSize, 10) != fields[2] {
+		return Frame{}, fmt.Errorf("%w: blob size %q", ErrBadFrame, clip(fields[2]))
+	}
+	if f.BlobSize > maxSize {
+		return Frame{}, fmt.Errorf("%w: delta frame announces a blob of %d bytes, limit %d", ErrBadFrame, f.BlobSize, maxSize)
 	}
 	return f, nil
 }

@@ -60,12 +60,13 @@ func readAll(data []byte) ([]string, error) {
 
 func TestStreamRoundTrip(t *testing.T) {
 	big := strings.Repeat("x", 200000)
-	data := stream(t, "alpha", "", Frame{Kind: FrameJournal, Count: 7, Size: 3}, big, Frame{Kind: FrameMessage, Size: 2})
+	delta := Frame{Kind: FrameDelta, Digest: digest.FromString("new"), BlobSize: 3, Base: digest.FromString("old"), Size: 4}
+	data := stream(t, "alpha", "", Frame{Kind: FrameJournal, Count: 7, Size: 3}, big, delta, Frame{Kind: FrameMessage, Size: 2})
 	got, err := readAll(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"blob:0:alpha", "blob:0:", "journal:7:jjj", "blob:0:" + big, "message:0:jj"}
+	want := []string{"blob:0:alpha", "blob:0:", "journal:7:jjj", "blob:0:" + big, "delta:0:jjjj", "message:0:jj"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -76,6 +77,7 @@ func TestStreamDetectsDamage(t *testing.T) {
 	flipped := bytes.Clone(good)
 	flipped[bytes.Index(flipped, []byte("hello"))] ^= 0x20
 	a := string(digest.FromString("a"))
+	b := string(digest.FromString("b"))
 	cases := []struct {
 		name string
 		data []byte
@@ -92,6 +94,11 @@ func TestStreamDetectsDamage(t *testing.T) {
 		{"unknown kind", []byte(StreamMagic + "tarball 1\na"), ErrBadFrame},
 		{"journal without count", []byte(StreamMagic + "journal 1\na"), ErrBadFrame},
 		{"header too long", []byte(StreamMagic + strings.Repeat("b", 300)), ErrBadFrame},
+		{"delta against itself", []byte(StreamMagic + "delta " + a + " 1 " + a + " 1\na"), ErrBadFrame},
+		{"delta without base", []byte(StreamMagic + "delta " + a + " 1 1\na"), ErrBadFrame},
+		{"delta blob over limit", []byte(StreamMagic + "delta " + a + " 99999999999 " + b + " 1\na"), ErrBadFrame},
+		{"delta bad base", []byte(StreamMagic + "delta " + a + " 1 sha256:zz 1\na"), ErrBadFrame},
+		{"delta truncated", []byte(StreamMagic + "delta " + a + " 1 " + b + " 5\nab"), io.ErrUnexpectedEOF},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -139,6 +146,31 @@ func FuzzStream(f *testing.F) {
 			if int64(len(b)) != fr.Size || fr.Kind == FrameBlob && digest.FromBytes(b) != fr.Digest {
 				t.Fatalf("accepted frame %+v with %d bytes hashing to %s", fr, len(b), digest.FromBytes(b))
 			}
+		}
+	})
+}
+
+// FuzzFrameHeader feeds arbitrary header lines to the frame header parser:
+// it must never panic, and a header it accepts must be the one its frame
+// writes (one spelling per frame), within the size limit.
+func FuzzFrameHeader(f *testing.F) {
+	d := string(digest.FromString("d"))
+	for _, s := range []string{"blob " + d + " 5", "journal 3 10", "message 2", "delta " + d + " 10 " + string(digest.FromString("e")) + " 4", "delta " + d + " 10 " + d + " 4", "blob x 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		fr, err := parseFrameHeader(line, 1<<20)
+		if err != nil {
+			if !errors.Is(err, ErrBadFrame) {
+				t.Fatalf("error %v does not wrap ErrBadFrame", err)
+			}
+			return
+		}
+		if h := fr.header(); h != line+"\n" {
+			t.Fatalf("accepted %q as %+v, which is written %q", line, fr, h)
+		}
+		if fr.Size > 1<<20 || fr.BlobSize > 1<<20 || fr.Size < 0 || fr.BlobSize < 0 {
+			t.Fatalf("accepted %q with sizes over the limit", line)
 		}
 	})
 }

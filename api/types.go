@@ -1,6 +1,10 @@
 package api
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/agentcapsule/capsule/digest"
+)
 
 // NodeInfo describes a node.
 type NodeInfo struct {
@@ -95,19 +99,23 @@ const (
 
 // MoveResult is the final report of a move.
 type MoveResult struct {
-	Agent            string `json:"agent"`
-	MoveID           string `json:"move_id"`
-	From             string `json:"from"`
-	To               string `json:"to"`
-	Epoch            uint64 `json:"epoch"` // the epoch the move offered
-	Outcome          string `json:"outcome"`
-	Reason           string `json:"reason,omitempty"`
-	FrozenMS         int64  `json:"frozen_ms"`
-	BytesSent        int64  `json:"bytes_sent"`
-	BlobsSent        int    `json:"blobs_sent"`
-	BlobsSkipped     int    `json:"blobs_skipped"`
-	RoundTripsFrozen int    `json:"round_trips_frozen"`
-	PrecopyRounds    int    `json:"precopy_rounds"`
+	Agent        string `json:"agent"`
+	MoveID       string `json:"move_id"`
+	From         string `json:"from"`
+	To           string `json:"to"`
+	Epoch        uint64 `json:"epoch"` // the epoch the move offered
+	Outcome      string `json:"outcome"`
+	Reason       string `json:"reason,omitempty"`
+	FrozenMS     int64  `json:"frozen_ms"`
+	BytesSent    int64  `json:"bytes_sent"`
+	BlobsSent    int    `json:"blobs_sent"`
+	BlobsSkipped int    `json:"blobs_skipped"`
+	// BlobsDelta counts the delta frames sent (docs/PROTOCOL.md §4a):
+	// blobs that travelled compressed against a version the target held.
+	// Their compressed bytes are in BytesSent.
+	BlobsDelta       int `json:"blobs_delta,omitempty"`
+	RoundTripsFrozen int `json:"round_trips_frozen"`
+	PrecopyRounds    int `json:"precopy_rounds"`
 	// WindowBytes counts the bytes sent inside the frozen window (the
 	// delta the prepare request carried).
 	WindowBytes int64 `json:"window_bytes"`
@@ -169,11 +177,12 @@ type moveStreamLine struct {
 // PushReply reports what a push stream stored, and the replies to the
 // message that ended it, if any.
 type PushReply struct {
-	Stored   int       `json:"stored"`   // blobs newly stored
-	Present  int       `json:"present"`  // blobs that were already there
-	Journal  int       `json:"journal"`  // journal events appended
-	Bytes    int64     `json:"bytes"`    // content bytes read from the stream
-	Messages []Message `json:"messages"` // replies to the stream's message frame
+	Stored   int       `json:"stored"`           // blobs newly stored
+	Present  int       `json:"present"`          // blobs that were already there
+	Journal  int       `json:"journal"`          // journal events appended
+	Bytes    int64     `json:"bytes"`            // content bytes read from the stream
+	Deltas   int       `json:"deltas,omitempty"` // blobs stored from delta frames (counted in Stored)
+	Messages []Message `json:"messages"`         // replies to the stream's message frame
 	// Render is what the receiver rendered while preparing, when the
 	// stream's message was a prepare it prepared.
 	Render *RenderReport `json:"render,omitempty"`
@@ -185,7 +194,20 @@ type PushReply struct {
 type Message struct {
 	Call string          `json:"call"`
 	Body json.RawMessage `json:"body"`
+	// Inventory, when InventoryManifest, says the request's inventory is
+	// the one its manifest digest names (the manifest, each layout file it
+	// lists and each blob its snapshot references): the blob list is not
+	// on the wire and the receiver rebuilds it from its store, or refuses.
+	Inventory string `json:"inventory,omitempty"`
+	// Bases, on a reply, lists blobs the replying node holds that a later
+	// push may use as the base of a delta frame (the snapshot.json of its
+	// shadow, for one).
+	Bases []digest.Digest `json:"bases,omitempty"`
 }
+
+// InventoryManifest is the value of Message.Inventory for an inventory
+// derived from the message's manifest.
+const InventoryManifest = "manifest"
 
 // Replies are the messages a peer answers one message with (zero or more).
 type Replies struct {

@@ -60,6 +60,9 @@ type agent struct {
 	inc     *incomingLog // the journal copy, in memory (target side)
 	in      *inMove      // the incoming move being staged
 	shadow  *shadowMem   // shadow.json and its snapshot, in memory
+	ahead   *aheadRender // the journal copy's render, started ahead of the prepare
+	snaps   snapMemo     // the snapshot.json parsed last (target side)
+	wire    wireState    // delta bases and the last inventory by manifest (delta.go)
 
 	// stepMu is held for the whole of each runner step; taking it waits for
 	// a step boundary.

@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"strconv"
 	"sync/atomic"
 
-	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -121,36 +119,6 @@ func syncFile(fsys vfs.FS, name string) error {
 	err = f.Sync()
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	return err
-}
-
-// copyVerified copies the blob file src into the new file dst (which must
-// not exist) with mode perm, checking that its bytes hash to want and
-// number size. dst is not synced.
-func copyVerified(fsys vfs.FS, src, dst string, want digest.Digest, size int64, perm fs.FileMode) error {
-	in, err := fsys.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := fsys.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	h := digest.NewHasher()
-	n, err := io.Copy(io.MultiWriter(out, h), in)
-	if err == nil && (n != size || h.Digest() != want) {
-		err = fmt.Errorf("%w: %s does not hold the %d bytes of %s", ErrBlobMismatch, src, size, want.Short())
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fsys.Chmod(dst, perm) // exact mode, whatever the umask
-	}
-	if err != nil {
-		_ = fsys.Remove(dst)
 	}
 	return err
 }

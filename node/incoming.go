@@ -142,6 +142,9 @@ func (a *agent) appendIncoming(count uint64, r io.Reader) (int, error) {
 		return 0, fmt.Errorf("%w: journal frame: %d of its %d events were already in the copy", api.ErrInvalid, len(tail)-n, len(tail))
 	}
 	l.events = append(l.events, tail...)
+	if a.target.Pending() != nil {
+		a.renderAhead() // this tail may complete the journal of the pending move
+	}
 	return n, nil
 }
 

@@ -50,6 +50,11 @@ type moveRun struct {
 	frozenWork  *frozenWork            // the workspace as the freeze recorded it
 	sentSet     map[digest.Digest]bool // blobs sent so far
 	skippedSet  map[digest.Digest]bool // blobs the target had before this move sent them
+	wire        moveWire               // inventory by manifest and delta frames (delta.go)
+	// tgtJournal is where the target's journal copy is known to end (its
+	// last want or promise, or the last pre-copy push that reached it).
+	tgtJournal      transfer.JournalPos
+	tgtJournalKnown bool
 	// lastReplies are the replies to the message of the last push.
 	lastReplies []api.Message
 }
@@ -97,7 +102,7 @@ func (mr *moveRun) result(agentID string, from ID) api.MoveResult {
 	defer mr.mu.Unlock()
 	return api.MoveResult{Agent: agentID, MoveID: mr.id, From: string(from), To: string(mr.to), Epoch: mr.epoch,
 		Outcome: string(mr.outcome), Reason: mr.reason, FrozenMS: mr.frozenMS, BytesSent: mr.prog.BytesSent,
-		BlobsSent: mr.prog.BlobsSent, BlobsSkipped: mr.prog.BlobsSkipped, RoundTripsFrozen: mr.frozenRT, PrecopyRounds: mr.rounds,
+		BlobsSent: mr.prog.BlobsSent, BlobsSkipped: mr.prog.BlobsSkipped, BlobsDelta: mr.wire.deltas, RoundTripsFrozen: mr.frozenRT, PrecopyRounds: mr.rounds,
 		WindowBytes: mr.windowBytes, Render: mr.render}
 }
 
@@ -250,6 +255,8 @@ func (n *Node) act(a *agent, mr *moveRun, act transfer.Action) (transfer.Input, 
 		err := n.push(a, mr, act.Blobs, act.JournalFrom, act.Journal, nil)
 		if err != nil {
 			n.log.Warn("pre-copy push failed", "agent", a.id, "err", err)
+		} else if act.Journal.Count > 0 {
+			mr.noteTargetJournal(act.Journal)
 		}
 		return transfer.Input{Kind: transfer.InPushed, OK: err == nil}, true
 	case transfer.ActFreeze:
@@ -269,9 +276,10 @@ func (n *Node) send(a *agent, mr *moveRun, m transfer.Message) []transfer.Input 
 	start := n.clock.Now()
 	var replies []api.Message
 	var err error
-	if m.Type == transfer.MsgPrepare {
+	switch m.Type {
+	case transfer.MsgHave, transfer.MsgOffer, transfer.MsgPrepare:
 		replies, err = n.pushMessage(a, mr, m)
-	} else {
+	default:
 		replies, err = n.call(ID(m.To), m)
 	}
 	mr.mu.Lock()
@@ -295,6 +303,8 @@ func (n *Node) send(a *agent, mr *moveRun, m transfer.Message) []transfer.Input 
 		}
 		if tm.Type == transfer.MsgWant || tm.Type == transfer.MsgPromise {
 			mr.noteWant(m.Blobs, tm.Want)
+			mr.noteHeld(m.Blobs, tm.Want, r.Bases)
+			mr.noteTargetJournal(tm.Have)
 		}
 		out = append(out, transfer.Receive(tm))
 	}
@@ -363,15 +373,52 @@ func (n *Node) call(to ID, m transfer.Message) ([]api.Message, error) {
 	return rep.Messages, nil
 }
 
-// pushMessage streams MsgPrepare with the blobs it lists in Send and the
-// journal tail after JournalFrom: one round trip for the whole delta.
+// pushMessage streams a request that carries an inventory (have, offer,
+// prepare) as the message frame of a push: first the manifest and
+// snapshot.json the target lacks (so that the message can leave its blob
+// list off the wire: inventory by manifest), then for MsgPrepare the
+// blobs it lists in Send and the journal tail after JournalFrom: one
+// round trip for the whole delta.
 func (n *Node) pushMessage(a *agent, mr *moveRun, m transfer.Message) ([]api.Message, error) {
-	var replies []api.Message
-	err := n.push(a, mr, m.Send, m.JournalFrom, m.Journal, &m)
-	if err == nil {
-		replies = mr.takeReplies()
+	wire, heads := mr.byManifest(m)
+	blobs := heads
+	var from, to transfer.JournalPos
+	switch m.Type {
+	case transfer.MsgPrepare:
+		blobs = appendNew(blobs, m.Send)
+		from, to = m.JournalFrom, m.Journal
+	case transfer.MsgOffer:
+		// The journal tail travels with the offer (harmless, like pre-copy:
+		// it only extends the target's journal copy), so the target can
+		// start the render its prepare needs one round trip earlier.
+		if p, ok := mr.targetJournal(); ok && p.Count <= m.Journal.Count {
+			from, to = p, m.Journal
+		}
 	}
-	return replies, err
+	err := n.push(a, mr, blobs, from, to, &wire)
+	if err != nil && m.Type == transfer.MsgOffer && to.Count > 0 {
+		// The target's journal copy was not where this node thought: offer
+		// without the tail (the prepare brings it).
+		n.log.Info("offer with the journal tail failed; offering without it", "agent", a.id, "err", err)
+		err = n.push(a, mr, blobs, transfer.JournalPos{}, transfer.JournalPos{}, &wire)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return mr.takeReplies(), nil
+}
+
+// noteTargetJournal records where the target's journal copy ends.
+func (mr *moveRun) noteTargetJournal(p transfer.JournalPos) {
+	mr.mu.Lock()
+	defer mr.mu.Unlock()
+	mr.tgtJournal, mr.tgtJournalKnown = p, true
+}
+
+func (mr *moveRun) targetJournal() (transfer.JournalPos, bool) {
+	mr.mu.Lock()
+	defer mr.mu.Unlock()
+	return mr.tgtJournal, mr.tgtJournalKnown
 }
 
 func (mr *moveRun) takeReplies() []api.Message {
@@ -383,21 +430,44 @@ func (mr *moveRun) takeReplies() []api.Message {
 }
 
 // push streams blobs, the journal events after from up to to, and
-// optionally a message to the peer in one request.
-func (n *Node) push(a *agent, mr *moveRun, blobs []transfer.Blob, from, to transfer.JournalPos, m *transfer.Message) error {
-	c, err := n.client(mr.to)
-	if err != nil {
-		return err
-	}
+// optionally a message to the peer in one request. A blob the target may
+// hold an older version of travels as a delta frame; when the stream used
+// a base the target was only guessed to hold, a failed push is sent once
+// more without it.
+func (n *Node) push(a *agent, mr *moveRun, blobs []transfer.Blob, from, to transfer.JournalPos, m *wireMessage) error {
 	tail, start, err := a.journalTail(mr, from, to)
 	if err != nil {
 		return err
 	}
+	guess := m != nil && m.msg.Type == transfer.MsgHave
+	plan := mr.planDeltas(a, blobs, guess)
+	err = n.pushOnce(a, mr, blobs, tail, start, m, plan)
+	if err != nil && plan.used() {
+		mr.pushFailed(plan)
+		if plan.guessed {
+			n.log.Info("push with a guessed delta base failed; sending whole blobs", "agent", a.id, "err", err)
+			plan = mr.planDeltas(a, blobs, false)
+			err = n.pushOnce(a, mr, blobs, tail, start, m, plan)
+		}
+	} else if err != nil && m != nil {
+		mr.pushFailed(plan)
+	}
+	if err == nil {
+		mr.pushed(blobs, plan, m)
+	}
+	return err
+}
+
+func (n *Node) pushOnce(a *agent, mr *moveRun, blobs []transfer.Blob, tail []byte, start uint64, m *wireMessage, plan deltaPlan) error {
+	c, err := n.client(mr.to)
+	if err != nil {
+		return err
+	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(n.writeStream(pw, mr, blobs, tail, start, m)) }()
+	go func() { pw.CloseWithError(n.writeStream(pw, mr, blobs, tail, start, m, plan)) }()
 	req := api.PushRequest{Agent: a.id, Call: "push"}
 	if m != nil {
-		req.Call = string(m.Type)
+		req.Call = string(m.msg.Type)
 	} else {
 		mr.mu.Lock()
 		req.Manifest = mr.manifest // the target may build the next staging from it
@@ -420,11 +490,17 @@ func (n *Node) push(a *agent, mr *moveRun, blobs []transfer.Blob, from, to trans
 	return nil
 }
 
-func (n *Node) writeStream(w io.Writer, mr *moveRun, blobs []transfer.Blob, tail []byte, start uint64, m *transfer.Message) error {
+func (n *Node) writeStream(w io.Writer, mr *moveRun, blobs []transfer.Blob, tail []byte, start uint64, m *wireMessage, plan deltaPlan) error {
 	if err := api.WriteStreamHeader(w); err != nil {
 		return err
 	}
 	for _, b := range blobs {
+		if d, ok := plan.frames[b.Digest]; ok {
+			if _, err := api.WriteFrame(w, d.f, bytesReader(d.z)); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := n.writeBlob(w, mr, b); err != nil {
 			return err
 		}
@@ -438,7 +514,7 @@ func (n *Node) writeStream(w io.Writer, mr *moveRun, blobs []transfer.Blob, tail
 	if m == nil {
 		return nil
 	}
-	body, err := json.Marshal(api.Message{Call: string(m.Type), Body: mustJSON(m)})
+	body, err := json.Marshal(api.Message{Call: string(m.msg.Type), Body: mustJSON(m.msg), Inventory: m.inventory})
 	if err != nil {
 		return err
 	}
@@ -523,6 +599,7 @@ func (a *agent) freezeForMove(mr *moveRun) transfer.Input {
 	if err == nil {
 		var inv transfer.Inventory
 		if inv, err = a.frozenInventory(mr); err == nil {
+			mr.noteFrozenHeads(a, inv)
 			return transfer.Input{Kind: transfer.InFrozen, OK: true, Inventory: &inv}
 		}
 	}
@@ -567,7 +644,11 @@ func (a *agent) liveInventory(mr *moveRun) (transfer.Inventory, error) {
 	if err := a.commitLocked(); err != nil {
 		return transfer.Inventory{}, err
 	}
-	return a.inventoryLocked(mr)
+	inv, err := a.inventoryLocked(mr)
+	if err == nil {
+		mr.noteLiveHeads(a, inv)
+	}
+	return inv, err
 }
 
 // resume runs the agent again after a rollback (at its old epoch) or a

@@ -146,3 +146,66 @@ func (a *agent) renderReport(am api.Message) *api.RenderReport {
 	}
 	return a.in.render
 }
+
+// The render a prepare must do is the longest piece of work inside the
+// frozen window (a full render of a long journal takes tens of
+// milliseconds). A target therefore starts it as soon as the journal copy
+// holds the journal the move will stage (renderAhead, when the tail
+// arrives), and the prepare takes the finished or running render over
+// when the journal it stages is exactly the one rendered: same number of
+// events, same bytes, same digest. Otherwise it renders afresh. The
+// render is pure (it reads the events, writes nothing), so a render ahead
+// that nobody takes over is only wasted work.
+
+// journalKey identifies the contents of a journal copy.
+type journalKey struct {
+	events int64
+	bytes  int64
+	digest string
+}
+
+func keyOfLog(l *eventLog) journalKey {
+	s := l.Summary()
+	return journalKey{events: s.Events, bytes: s.Bytes, digest: string(s.Digest)}
+}
+
+// aheadRender is a render of the journal copy started ahead of the
+// prepare that needs it.
+type aheadRender struct {
+	key  journalKey
+	done chan struct{} // closed when rep and err are set
+	rep  *api.RenderReport
+	err  error
+}
+
+// renderAhead starts rendering the journal copy in the background unless
+// a render of exactly that journal is already under way. Caller holds a.mu.
+func (a *agent) renderAhead() {
+	l := a.inc
+	if l == nil || len(l.events) == 0 {
+		return
+	}
+	key := keyOfLog(l.log)
+	if key.events != int64(len(l.events)) || (a.ahead != nil && a.ahead.key == key) {
+		return
+	}
+	r := &aheadRender{key: key, done: make(chan struct{})}
+	events := l.events[:len(l.events):len(l.events)] // appends never write into what it reads
+	fn, now := a.n.hooks.render, a.n.clock.Now
+	go func() {
+		defer close(r.done)
+		r.rep, r.err = renderJournal(events, fn, now)
+	}()
+	a.ahead = r
+}
+
+// takeAhead returns the render ahead of the journal key, if one was
+// started, and forgets it. Caller holds a.mu.
+func (a *agent) takeAhead(key journalKey) *aheadRender {
+	r := a.ahead
+	a.ahead = nil
+	if r == nil || r.key != key {
+		return nil
+	}
+	return r
+}

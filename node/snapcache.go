@@ -159,6 +159,9 @@ func recordWork(fsys vfs.FS, dir string, cache *statCache, now func() time.Time)
 		errs[i] = w.hash(&w.files[i], cache, now)
 	})
 	if err := errors.Join(errs...); err != nil {
+		if errors.Is(err, errSlowPath) {
+			return nil, errSlowPath
+		}
 		return nil, fmt.Errorf("record workspace: %w", err)
 	}
 	for _, f := range w.files {
@@ -172,6 +175,7 @@ func recordWork(fsys vfs.FS, dir string, cache *statCache, now func() time.Time)
 type walkedFile struct {
 	entry capsule.Entry
 	key   statKey
+	de    fs.DirEntry // set by walk until hash stats the file
 }
 
 type workWalker struct {
@@ -202,11 +206,8 @@ func (w *workWalker) walk(rel string) error {
 				return err
 			}
 		case t.IsRegular():
-			fi, err := e.Info()
-			if err != nil {
-				return fmt.Errorf("record workspace: %w", err)
-			}
-			w.files = append(w.files, walkedFile{entry: capsule.Entry{Path: p, Type: capsule.TypeFile, Exec: fi.Mode()&0o111 != 0}, key: keyOf(fi)})
+			// Stat later, concurrently, with the hashing (hash).
+			w.files = append(w.files, walkedFile{entry: capsule.Entry{Path: p, Type: capsule.TypeFile}, de: e})
 		default:
 			return errSlowPath
 		}
@@ -224,6 +225,16 @@ func (w *workWalker) ignored(p string, dir bool) bool {
 // hash fills f's blob and size, from the cache when it can vouch for the
 // file.
 func (w *workWalker) hash(f *walkedFile, cache *statCache, now func() time.Time) error {
+	if f.de != nil {
+		fi, err := f.de.Info()
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return errSlowPath // replaced by something else since the walk
+		}
+		f.entry.Exec, f.key, f.de = fi.Mode()&0o111 != 0, keyOf(fi), nil
+	}
 	if d, ok := cache.lookup(f.entry.Path, f.key); ok {
 		f.entry.Blob, f.entry.Size = d, f.key.size
 		return nil

@@ -95,10 +95,17 @@ type inMove struct {
 }
 
 // startRender renders the staged journal in the background: it is CPU
-// work, done while verify and prepare wait for the disk.
-func (in *inMove) startRender(fn renderFunc, now func() time.Time) {
+// work, done while verify and prepare wait for the disk. A render of the
+// same journal started ahead (renderAhead) is taken over instead.
+func (in *inMove) startRender(ahead *aheadRender, fn renderFunc, now func() time.Time) {
 	in.rendered = make(chan error, 1)
 	go func() {
+		if ahead != nil {
+			<-ahead.done
+			in.render = ahead.rep
+			in.rendered <- ahead.err
+			return
+		}
 		rep, err := renderJournal(in.events, fn, now)
 		in.render = rep
 		in.rendered <- err
@@ -129,7 +136,7 @@ func (a *agent) stage(act transfer.Action) []string {
 		return []string{err.Error()}
 	}
 	a.in = in
-	return in.verify(a.n.fsys)
+	return in.verify(a.n.fsys, a.parseSnapshot)
 }
 
 func (a *agent) buildStaging(act transfer.Action) (*inMove, error) {
@@ -165,7 +172,7 @@ func (a *agent) buildStaging(act transfer.Action) (*inMove, error) {
 	if err := a.stageJournal(in, act.Journal); err != nil {
 		return nil, err
 	}
-	in.startRender(a.n.hooks.render, a.n.clock.Now)
+	in.startRender(a.takeAhead(keyOfLog(in.log)), a.n.hooks.render, a.n.clock.Now)
 	mpath := filepath.Join(in.capsule(), manifest.FileName)
 	if err := writeNew(fsys, mpath, mb, 0o644); err != nil {
 		return nil, err
@@ -260,12 +267,19 @@ func sameJournal(a, b manifest.Journal) bool {
 
 // verify checks the staged snapshot and its references, and the versions
 // the manifest declares for it.
-func (in *inMove) verify(fsys vfs.FS) []string {
+func (in *inMove) verify(fsys vfs.FS, parse func(digest.Digest, []byte) (*capsule.Snapshot, error)) []string {
 	sf, ok := in.m.File(manifest.SnapshotPath)
 	if !ok {
 		return []string{"manifest lists no snapshot"}
 	}
-	snap, err := readSnapshotFile(fsys, filepath.Join(in.capsule(), filepath.FromSlash(manifest.SnapshotPath)), sf.Digest)
+	sb, err := vfs.ReadFile(fsys, filepath.Join(in.capsule(), filepath.FromSlash(manifest.SnapshotPath)))
+	if err == nil && digest.FromBytes(sb) != sf.Digest {
+		err = fmt.Errorf("content does not hash to %s", sf.Digest.Short())
+	}
+	var snap *capsule.Snapshot
+	if err == nil {
+		snap, err = parse(sf.Digest, sb)
+	}
 	if err != nil {
 		return []string{"snapshot: " + err.Error()}
 	}
@@ -274,17 +288,66 @@ func (in *inMove) verify(fsys vfs.FS) []string {
 	if v := in.m.Schemas[schema.Snapshot]; v != snap.Version {
 		probs = append(probs, fmt.Sprintf("snapshot: version %d, the manifest says %d", snap.Version, v))
 	}
+	present, err := blobNames(fsys, in.blobs())
+	if err != nil {
+		return []string{"blobs: " + err.Error()}
+	}
 	for d, size := range snap.Blobs() {
+		if present[d.Hex()] {
+			continue
+		}
+		// Not a regular file under its name: say what is there, if anything.
 		fi, err := fsys.Lstat(filepath.Join(in.blobs(), d.Hex()))
 		switch {
 		case err != nil:
 			probs = append(probs, fmt.Sprintf("blob %s of the snapshot is missing", d.Short()))
-		case !fi.Mode().IsRegular() || fi.Size() != size:
-			probs = append(probs, fmt.Sprintf("blob %s has %d bytes, the snapshot says %d", d.Short(), fi.Size(), size))
+		default:
+			probs = append(probs, fmt.Sprintf("blob %s is a %s, not a file of %d bytes", d.Short(), fi.Mode().Type(), size))
 		}
 	}
 	sort.Strings(probs)
 	return probs
+}
+
+// snapMemo is the snapshot.json this node parsed last for the agent: an
+// incoming move parses the frozen snapshot once, to rebuild the offer's
+// inventory, and its verify finds it here instead of parsing it again
+// inside the frozen window.
+type snapMemo struct {
+	d digest.Digest
+	s *capsule.Snapshot // never changed once parsed
+}
+
+// parseSnapshot parses b, which the caller checked hashes to d, or
+// returns the snapshot it parsed last for d. Caller holds a.mu.
+func (a *agent) parseSnapshot(d digest.Digest, b []byte) (*capsule.Snapshot, error) {
+	if a.snaps.s != nil && a.snaps.d == d {
+		return a.snaps.s, nil
+	}
+	s, err := capsule.ParseSnapshot(b)
+	if err == nil {
+		a.snaps = snapMemo{d: d, s: s}
+	}
+	return s, err
+}
+
+// blobNames lists the regular files of a blob folder by name, with one
+// directory read instead of a stat per blob. Every name in the folder was
+// given to bytes that hashed to it (the CAS store verifies as it writes,
+// and renames only after the bytes are durable), so a present name is a
+// present blob of the size its digest commits to.
+func blobNames(fsys vfs.FS, dir string) (map[string]bool, error) {
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		if e.Type().IsRegular() {
+			names[e.Name()] = true
+		}
+	}
+	return names, nil
 }
 
 // prepare is ActPrepare: it checks this node can run the staged agent

@@ -33,30 +33,65 @@ func (n *Node) Message(ctx context.Context, from string, am api.Message) (api.Re
 	if m.Agent == "" {
 		return api.Replies{}, fmt.Errorf("%w: message names no agent", api.ErrInvalid)
 	}
+	if am.Inventory != "" && am.Inventory != api.InventoryManifest {
+		return api.Replies{}, fmt.Errorf("%w: message: unknown inventory %q", api.ErrInvalid, am.Inventory)
+	}
 	a := n.targetAgent(m.Agent)
-	reply, err := a.handle(m)
+	reply, bases, err := a.handleWire(m, am.Inventory == api.InventoryManifest)
 	if err != nil {
 		return api.Replies{}, err
 	}
 	if reply == nil {
 		return api.Replies{}, nil
 	}
-	return api.Replies{Messages: []api.Message{{Call: string(reply.Type), Body: mustJSON(reply)}}}, nil
+	return api.Replies{Messages: []api.Message{{Call: string(reply.Type), Body: mustJSON(reply), Bases: bases}}}, nil
 }
 
 // handle steps the agent's Target with a request, performing the actions it
 // asks for (verify, prepare, start, discard), and returns the reply.
 func (a *agent) handle(m transfer.Message) (*transfer.Message, error) {
+	reply, _, err := a.handleWire(m, false)
+	return reply, err
+}
+
+// handleWire is handle for a request as it came off the wire: one whose
+// inventory is its manifest's (byManifest) gets its blob list rebuilt from
+// this node's store first, or is refused. It also returns, for a want or
+// promise, the delta bases this node offers.
+func (a *agent) handleWire(m transfer.Message, byManifest bool) (*transfer.Message, []digest.Digest, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.blocked != nil {
-		return nil, fmt.Errorf("%w: agent %s: %v", api.ErrUnavailable, a.id, a.blocked)
+		return nil, nil, fmt.Errorf("%w: agent %s: %v", api.ErrUnavailable, a.id, a.blocked)
+	}
+	if byManifest && (m.Type == transfer.MsgHave || m.Type == transfer.MsgOffer || m.Type == transfer.MsgPrepare) {
+		blobs, err := a.manifestInventory(m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		}
+		m.Blobs = blobs
 	}
 	in := transfer.Receive(m)
+	var bases []digest.Digest
 	if m.Type == transfer.MsgHave || m.Type == transfer.MsgOffer {
 		in.Missing = a.missing(m.Blobs)
 		in.Journal = a.incomingPos()
+		bases = a.shadowBases()
 	}
+	reply, err := a.stepRequest(in)
+	if reply == nil || reply.Type != transfer.MsgWant && reply.Type != transfer.MsgPromise {
+		bases = nil
+	}
+	if reply != nil && reply.Type == transfer.MsgPromise && reply.Have == m.Journal {
+		a.renderAhead() // the journal copy is the one the move will stage
+	}
+	return reply, bases, err
+}
+
+// stepRequest steps the Target with a request's input and runs the
+// actions that follow, returning the reply. Caller holds a.mu.
+func (a *agent) stepRequest(in transfer.Input) (*transfer.Message, error) {
+	m := in.Msg
 	start := a.n.clock.Now()
 	rd, err := a.stepTarget(in)
 	if err != nil {
@@ -95,6 +130,7 @@ func (a *agent) targetAction(act transfer.Action) (transfer.Input, bool) {
 		probs := a.prepare(act)
 		return transfer.Input{Kind: transfer.InPrepared, OK: len(probs) == 0, Problems: probs}, true
 	case transfer.ActStart:
+		a.rememberStaged(act.Move)
 		if err := a.promote(act); err != nil {
 			a.blocked = fmt.Errorf("start after move %s: %w", act.Move, err)
 			a.n.log.Error("start failed", "agent", a.id, "err", err)
@@ -108,12 +144,17 @@ func (a *agent) targetAction(act transfer.Action) (transfer.Input, bool) {
 }
 
 // missing returns the digests of blobs absent from the agent's CAS store.
+// The store is listed once (one directory read, not a stat per blob): a
+// name in it always holds the bytes its digest commits to.
 func (a *agent) missing(blobs []transfer.Blob) []digest.Digest {
-	c := a.cas()
+	present, err := blobNames(a.n.fsys, a.cas().dir)
+	if err != nil {
+		present = nil // no store yet (or unreadable): every blob is wanted
+	}
 	var out []digest.Digest
 	seen := map[digest.Digest]bool{}
 	for _, b := range blobs {
-		if !seen[b.Digest] && !c.Has(b.Digest, b.Size) {
+		if !seen[b.Digest] && !present[b.Digest.Hex()] {
 			out = append(out, b.Digest)
 		}
 		seen[b.Digest] = true
@@ -135,7 +176,10 @@ func (n *Node) Push(ctx context.Context, from string, req api.PushRequest, s *ap
 	a.mu.Lock()
 	held := a.target.Holder() > 0
 	a.mu.Unlock()
-	if held {
+	// A holder takes no pre-copy pushes and no prepare, but an offer (or a
+	// have) must still reach its Target, which refuses it with the epochs
+	// a zombie learns it is stale from (PROTOCOL §6 R9).
+	if held && req.Call != string(transfer.MsgHave) && req.Call != string(transfer.MsgOffer) {
 		return api.PushReply{}, fmt.Errorf("%w: this node holds agent %s", api.ErrConflict, req.Agent)
 	}
 	p := &pushState{a: a, from: from, puts: newFinisher()}
@@ -185,7 +229,7 @@ func (n *Node) pushFrame(ctx context.Context, p *pushState, f api.Frame, r io.Re
 	a := p.a
 	switch f.Kind {
 	case api.FrameBlob:
-		pb, _, err := a.cas().write(f.Digest, r)
+		pb, _, err := a.cas().receive(f.Digest, f.Size, r)
 		if err != nil {
 			return fmt.Errorf("%w: %v", api.ErrInvalid, err)
 		}
@@ -194,6 +238,18 @@ func (n *Node) pushFrame(ctx context.Context, p *pushState, f api.Frame, r io.Re
 			return nil
 		}
 		p.rep.Stored++
+		p.puts.do(pb.finish)
+	case api.FrameDelta:
+		pb, err := a.receiveDelta(f, r)
+		if err != nil {
+			return fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		}
+		if pb == nil {
+			p.rep.Present++
+			return nil
+		}
+		p.rep.Stored++
+		p.rep.Deltas++
 		p.puts.do(pb.finish)
 	case api.FrameJournal:
 		k, err := a.appendIncoming(f.Count, r)
@@ -220,6 +276,7 @@ func (n *Node) deliverMessage(ctx context.Context, p *pushState, r io.Reader) er
 	if err := json.NewDecoder(r).Decode(&am); err != nil {
 		return fmt.Errorf("%w: message frame: %v", api.ErrInvalid, err)
 	}
+
 	reps, err := n.Message(ctx, p.from, am)
 	if err != nil {
 		return err

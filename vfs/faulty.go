@@ -43,6 +43,8 @@ const (
 	OpSymlink  Op = "symlink"  // Symlink; the path is the new link
 	OpReadlink Op = "readlink" // Readlink
 	OpChmod    Op = "chmod"    // Chmod
+	// OpWriteback is StartWriteback of a File: advisory, not a durable step.
+	OpWriteback Op = "writeback"
 )
 
 // Durable reports whether op is a durable step: a point where a crash can

@@ -275,13 +275,14 @@ func (b *bench) changedMove(title string, part int) error {
 	b.printTimings(m)
 	fmt.Printf("  floor: new blobs %s + journal tail %s (%s with 1%%)\n", human(newBlobs), human(tail), human(int64(bound)))
 	fmt.Printf("  wire / floor+1%%               %7.3f     (target <= 1.00)\n", float64(m.Wire)/bound)
-	fmt.Printf("  files re-sent whole on every move: %s\n", b.overhead(to))
+	fmt.Printf("  files that change on every move (sent as deltas when the target holds an older version): %s\n", b.overhead(to))
 	fmt.Printf("  wire / rsync sent+received    %7.3f     (target <= 1.00)\n", float64(m.Wire)/float64(rs.Sent+rs.Received))
 	return nil
 }
 
 // overhead lists the capsule files that change on every commit whatever
-// the workspace did, and so travel whole on every move, with their sizes.
+// the workspace did, with their sizes: they travel on every move, as delta
+// frames against the version the target holds, or whole when it holds none.
 func (b *bench) overhead(p *proc) string {
 	var parts []string
 	for _, rel := range []string{"capsule/manifest.json", "capsule/artifacts/snapshot.json", "work/steps.log"} {

@@ -73,8 +73,8 @@ func (pr *pair) move(p *proc, agent string, onPrecopy func()) (measured, error) 
 
 func (m measured) print(label string) {
 	r := m.Result
-	fmt.Printf("  %-29s %7.2f s   wire %s (payload %s, %d blobs sent, %d skipped), frozen %d ms, %d round trips frozen, %d pre-copy rounds\n",
-		label, m.Seconds, human(m.Wire), human(r.BytesSent), r.BlobsSent, r.BlobsSkipped, r.FrozenMS, r.RoundTripsFrozen, r.PrecopyRounds)
+	fmt.Printf("  %-29s %7.2f s   wire %s (payload %s, %d blobs sent, %d of them as deltas, %d skipped), frozen %d ms, %d round trips frozen, %d pre-copy rounds\n",
+		label, m.Seconds, human(m.Wire), human(r.BytesSent), r.BlobsSent, r.BlobsDelta, r.BlobsSkipped, r.FrozenMS, r.RoundTripsFrozen, r.PrecopyRounds)
 }
 
 // phases renders the time spent in each phase after the first.
