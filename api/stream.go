@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/agentcapsule/capsule/digest"
 )
@@ -96,17 +97,24 @@ func WriteStreamHeader(w io.Writer) error {
 
 // WriteFrame writes f's header then f.Size bytes of r, and returns the
 // number of bytes written. It fails if r holds fewer than f.Size bytes.
+// It copies in pieces of up to 1 MiB: a file is read, and a pipe written,
+// in large pieces rather than io.Copy's 32 KiB.
 func WriteFrame(w io.Writer, f Frame, r io.Reader) (int64, error) {
 	hn, err := io.WriteString(w, f.header())
 	if err != nil {
 		return int64(hn), err
 	}
-	n, err := io.CopyN(w, r, f.Size)
-	if err == io.EOF {
+	bp := copyPool.Get().(*[]byte)
+	defer copyPool.Put(bp)
+	n, err := io.CopyBuffer(w, io.LimitReader(r, f.Size), *bp)
+	if err == nil && n < f.Size {
 		err = fmt.Errorf("%w: %s frame is shorter than %d bytes", ErrBadFrame, f.Kind, f.Size)
 	}
 	return int64(hn) + n, err
 }
+
+// copyPool holds the buffers WriteFrame copies a frame's bytes with.
+var copyPool = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
 // StreamReader reads the frames of a push stream.
 type StreamReader struct {
@@ -114,6 +122,8 @@ type StreamReader struct {
 	cur     io.Reader
 	started bool
 	maxSize int64
+	piece   int       // hashPiece; 0 hashes every frame inline (tests)
+	hp      *hashPipe // hashes large blob frames; one frame at a time
 }
 
 // NewStreamReader reads a push stream from r; frames announcing more than
@@ -122,7 +132,7 @@ func NewStreamReader(r io.Reader, maxSize int64) *StreamReader {
 	if maxSize <= 0 {
 		maxSize = MaxFrameSize
 	}
-	return &StreamReader{r: bufio.NewReaderSize(r, 64<<10), maxSize: maxSize}
+	return &StreamReader{r: bufio.NewReaderSize(r, 64<<10), maxSize: maxSize, piece: hashPiece}
 }
 
 // Next returns the next frame's header and a reader of its content. A blob
@@ -130,9 +140,12 @@ func NewStreamReader(r io.Reader, maxSize int64) *StreamReader {
 // do not hash to the announced digest (a delta frame's content is
 // compressed: its receiver checks the digest once it has decoded it);
 // every frame's reader returns
-// io.ErrUnexpectedEOF when the stream ends early. Next skips whatever the
-// previous frame's reader left unread. At the clean end of the stream Next
-// returns io.EOF.
+// io.ErrUnexpectedEOF when the stream ends early. A blob frame of more
+// than 256 KiB is hashed on a second goroutine while it is read (in pieces,
+// at most 1 MiB of them per stream); its reader still returns io.EOF only
+// once every byte is hashed and matched. Next skips whatever the previous
+// frame's reader left unread. At the clean end of the stream Next returns
+// io.EOF.
 func (s *StreamReader) Next() (Frame, io.Reader, error) {
 	if err := s.start(); err != nil {
 		return Frame{}, nil, err
@@ -151,7 +164,10 @@ func (s *StreamReader) Next() (Frame, io.Reader, error) {
 		return Frame{}, nil, err
 	}
 	fr := &frameReader{f: f, r: io.LimitReader(s.r, f.Size)}
-	if f.Kind == FrameBlob {
+	switch {
+	case f.Kind == FrameBlob && s.piece > 0 && f.Size > int64(s.piece):
+		fr.h = s.pipe()
+	case f.Kind == FrameBlob:
 		fr.h = digest.NewHasher()
 	}
 	s.cur = fr
@@ -257,10 +273,27 @@ func clip(s string) string {
 	return s
 }
 
+// pipe returns the stream's hash pipe, reset for a new frame.
+func (s *StreamReader) pipe() *hashPipe {
+	if s.hp == nil {
+		s.hp = &hashPipe{size: s.piece, free: make(chan []byte, hashPieces)}
+	}
+	s.hp.h = digest.NewHasher()
+	return s.hp
+}
+
+// frameHasher hashes the bytes of a blob frame as they are read.
+type frameHasher interface {
+	io.Writer
+	// Digest returns the digest of every byte written, once they are all
+	// hashed.
+	Digest() digest.Digest
+}
+
 type frameReader struct {
 	f    Frame
 	r    io.Reader
-	h    *digest.Hasher // blob frames only
+	h    frameHasher // blob frames only
 	n    int64
 	done bool
 }
@@ -279,10 +312,118 @@ func (fr *frameReader) Read(p []byte) (int, error) {
 	}
 	fr.done = true
 	if fr.n != fr.f.Size {
+		if fr.h != nil {
+			fr.h.Digest() // wait for the hasher: the stream may reuse its pieces
+		}
 		return n, fmt.Errorf("%w: %s frame ended after %d of %d bytes", io.ErrUnexpectedEOF, fr.f.Kind, fr.n, fr.f.Size)
 	}
-	if fr.h != nil && fr.h.Digest() != fr.f.Digest {
-		return n, fmt.Errorf("%w: announced %s, content is %s", ErrDigestMismatch, fr.f.Digest, fr.h.Digest())
+	if fr.h == nil {
+		return n, io.EOF
+	}
+	if got := fr.h.Digest(); got != fr.f.Digest {
+		return n, fmt.Errorf("%w: announced %s, content is %s", ErrDigestMismatch, fr.f.Digest, got)
 	}
 	return n, io.EOF
+}
+
+// A blob frame of more than hashPiece bytes is hashed on a second
+// goroutine, pipelined with the reading (and, on a node, the TLS
+// decryption) of its bytes: the reader copies them into pieces of
+// hashPiece bytes and hands each full piece to the hasher. At most
+// hashPieces pieces exist per stream, so a stream holds at most
+// hashPieces*hashPiece bytes for hashing; the reader waits for a free
+// piece when the hasher falls behind. The frame's last bytes (at most one
+// piece) are hashed by the reader once the hasher has caught up.
+const (
+	hashPiece  = 256 << 10
+	hashPieces = 4
+)
+
+// hashPipe is the hasher of one large blob frame at a time. Its worker
+// goroutine runs only while pieces are queued, so a frame its reader
+// abandons leaves no goroutine behind.
+type hashPipe struct {
+	h     *digest.Hasher
+	size  int         // of a piece
+	free  chan []byte // pieces ready to fill; capacity hashPieces
+	made  int         // pieces allocated so far
+	fill  []byte      // the piece being filled, if any
+	mu    sync.Mutex
+	queue [][]byte // full pieces waiting for the worker
+	busy  bool     // a worker is running
+	wg    sync.WaitGroup
+}
+
+// Write copies p into pieces, handing each full one to the worker.
+func (hp *hashPipe) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if hp.fill == nil {
+			hp.fill = hp.piece()
+		}
+		k := copy(hp.fill[len(hp.fill):cap(hp.fill)], p)
+		hp.fill = hp.fill[:len(hp.fill)+k]
+		p = p[k:]
+		if len(hp.fill) == cap(hp.fill) {
+			hp.submit(hp.fill)
+			hp.fill = nil
+		}
+	}
+	return n, nil
+}
+
+// Digest waits for the worker, hashes the partly filled piece and returns
+// the digest of everything written.
+func (hp *hashPipe) Digest() digest.Digest {
+	hp.wg.Wait()
+	if hp.fill != nil {
+		hp.h.Write(hp.fill)
+		hp.free <- hp.fill[:0]
+		hp.fill = nil
+	}
+	return hp.h.Digest()
+}
+
+// piece returns an empty piece, waiting for one when all are in use.
+func (hp *hashPipe) piece() []byte {
+	select {
+	case b := <-hp.free:
+		return b
+	default:
+	}
+	if hp.made < hashPieces {
+		hp.made++
+		return make([]byte, 0, hp.size)
+	}
+	return <-hp.free
+}
+
+// submit queues a full piece for hashing, starting a worker if none runs.
+func (hp *hashPipe) submit(b []byte) {
+	hp.mu.Lock()
+	defer hp.mu.Unlock()
+	hp.queue = append(hp.queue, b)
+	if !hp.busy {
+		hp.busy = true
+		hp.wg.Add(1)
+		go hp.work()
+	}
+}
+
+// work hashes queued pieces in order until the queue is empty.
+func (hp *hashPipe) work() {
+	defer hp.wg.Done()
+	for {
+		hp.mu.Lock()
+		if len(hp.queue) == 0 {
+			hp.busy = false
+			hp.mu.Unlock()
+			return
+		}
+		b := hp.queue[0]
+		hp.queue = hp.queue[1:]
+		hp.mu.Unlock()
+		hp.h.Write(b)
+		hp.free <- b[:0]
+	}
 }

@@ -18,7 +18,8 @@
 #
 # Two real `capsule node` processes on 127.0.0.1 and 127.0.0.2 (127.0.0.1
 # twice where .2 cannot be bound), each reaching the other through a TCP
-# proxy (e2e/faultproxy) that counts the bytes on the wire, TLS included.
+# proxy (e2e/faultproxy) that counts the bytes on the wire, TLS included;
+# rsync reaches its daemon through the same kind of proxy, so both pay its copy.
 #
 # Usage: bench/move.sh [DIR]   (DIR: an empty folder on the disk to measure,
 # about 5 x the workspace size free; default a fresh folder under /var/tmp,

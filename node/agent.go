@@ -27,6 +27,7 @@ const (
 	casDir        = "cas"            // pre-copied blobs (content-addressed, harmless)
 	incomingFile  = "incoming.jsonl" // the journal copy a move into this node builds
 	stagingDir    = "staging"        // staging/<moveID>/: one incoming move's capsule and workspace
+	freshDir      = "fresh"          // verified, unsynced blobs a prepare brought (cas.go finishFresh)
 	journalInCap  = manifest.JournalPath
 )
 
@@ -357,6 +358,8 @@ func (n *Node) wallTime() string { return n.clock.Now().UTC().Format(time.RFC333
 // whose holder record is missing or invalid is known but blocked.
 func (n *Node) loadAgent(id string) *agent {
 	a := &agent{n: n, id: id, dir: filepath.Join(n.cfg.Dir, "agents", id)}
+	// Unsynced blobs of a process that stopped: a crash may have torn them.
+	_ = n.fsys.RemoveAll(a.path(freshDir))
 	if b, err := vfs.ReadFile(n.fsys, a.path(agentMetaFile)); err == nil {
 		_ = json.Unmarshal(b, &a.meta)
 	}
@@ -373,6 +376,13 @@ func (n *Node) loadAgent(id string) *agent {
 		return a
 	}
 	a.target = t
+	if t.Holder() > 0 {
+		if k, err := a.loadStatCache(); err != nil {
+			n.log.Warn("stat cache not loaded", "agent", id, "err", err)
+		} else if k > 0 {
+			n.log.Debug("stat cache loaded", "agent", id, "files", k)
+		}
+	}
 	return a
 }
 

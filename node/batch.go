@@ -63,6 +63,15 @@ func (b *syncBatch) writeAtomic(fsys vfs.FS, name string, data []byte, perm fs.F
 	return nil
 }
 
+// renameAfterSync notes a file written unsynced: flush syncs it, then
+// renames it to name and syncs both directories.
+func (b *syncBatch) renameAfterSync(tmp, name string) {
+	b.files = append(b.files, tmp)
+	b.renames = append(b.renames, [2]string{tmp, name})
+	b.dir(filepath.Dir(name))
+	b.dir(filepath.Dir(tmp))
+}
+
 // writeNew creates name (which must not exist) holding data, unsynced.
 func writeNew(fsys vfs.FS, name string, data []byte, perm fs.FileMode) error {
 	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)

@@ -151,6 +151,29 @@ func (p *pendingBlob) finish() error {
 	return nil
 }
 
+// finishFresh gives the blob its name in the folder fresh, unsynced: a
+// blob the frozen window brings with the prepare is made durable with the
+// move's staging, in one batch with everything else (syncBatch), instead
+// of by an fsync of its own before the prepare may be handled. Until then
+// only this process may trust it: a node that starts removes the folder
+// (freshDir), so a crash never leaves torn bytes under a blob's name.
+func (p *pendingBlob) finishFresh(fresh string) error {
+	err := p.writeOut()
+	if err == nil {
+		err = vfs.MkdirAllDurable(p.c.fsys, fresh, 0o700)
+	}
+	name := filepath.Join(fresh, p.d.Hex())
+	if err == nil {
+		err = p.c.fsys.Rename(p.tmp, name)
+	}
+	if err != nil {
+		_ = p.c.fsys.Remove(p.tmp)
+		return fmt.Errorf("cas: put %s: %w", p.d.Short(), err)
+	}
+	verifiedBlobs.note(p.c.fsys, name, p.d)
+	return nil
+}
+
 // writeOut writes a blob held in memory to a new temporary file.
 func (p *pendingBlob) writeOut() error {
 	if p.data == nil {

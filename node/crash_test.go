@@ -1,10 +1,13 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/digest"
@@ -103,4 +106,98 @@ func TestCASReceiveCrash(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestTargetPowerLossWithFreshBlobs cuts the target's power while its
+// staging flush syncs the blobs the prepare brought, which until then sit
+// unsynced in the fresh folder (cas.go finishFresh). The restarted target
+// has no fresh folder and no torn blob under any name in its store; the
+// source rolled back and runs the agent; a later move to the target
+// commits and its capsule verifies.
+func TestTargetPowerLossWithFreshBlobs(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFaulty(mem)
+	cl := newCluster(t, nodeOpts{}, nodeOpts{fsys: ffs})
+	a, b := cl.nodes[0], cl.nodes[1]
+	id := createAgent(t, a, "")
+	late := 0
+	a.hooks.beforeFreeze = func(agent string) { // changed after pre-copy: it travels with the prepare
+		late++
+		p := filepath.Join(a.cfg.Dir, "agents", agent, workDir, "late.bin")
+		if err := vfs.WriteFile(a.fsys, p, bytes.Repeat([]byte{byte(late)}, 64<<10), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	var once sync.Once
+	crashed := make(chan struct{})
+	freshPart := string(filepath.Separator) + freshDir + string(filepath.Separator)
+	ffs.OnOp(func(rec vfs.OpRecord) error {
+		if rec.Op != vfs.OpSync || !strings.Contains(rec.Path, freshPart) {
+			return nil
+		}
+		once.Do(func() {
+			mem.Crash()
+			ffs.Fail(vfs.OpAny, "", vfs.ErrIO) // the dead machine writes nothing more
+			close(crashed)
+		})
+		return vfs.ErrIO
+	})
+	res := move(t, a, b, id)
+	select {
+	case <-crashed:
+	default:
+		t.Fatalf("the move never synced a fresh blob (result %+v): nothing was tested", res)
+	}
+	if res.Outcome == api.OutcomeCommitted {
+		t.Fatalf("move committed on a target that lost power before PREPARED: %+v", res)
+	}
+	addr := b.Addr()
+	b.Close(context.Background())
+	ffs.OnOp(nil)
+	ffs.Clear()
+
+	b2 := newNodeAt(t, b.cfg.Dir, addr, nodeOpts{fsys: mem})
+	cl.nodes[1] = b2
+	agentDir := filepath.Join(b.cfg.Dir, "agents", id)
+	if _, err := mem.Stat(filepath.Join(agentDir, freshDir)); err == nil {
+		t.Errorf("the restarted target kept the unsynced fresh folder")
+	}
+	ents, _ := mem.ReadDir(filepath.Join(agentDir, casDir))
+	for _, e := range ents {
+		d, err := digest.FromHex(e.Name())
+		if err != nil {
+			continue // a temporary file
+		}
+		data, err := vfs.ReadFile(mem, filepath.Join(agentDir, casDir, e.Name()))
+		if err != nil || digest.FromBytes(data) != d {
+			t.Errorf("store name %s holds other bytes after the power loss (%v)", d.Short(), err)
+		}
+	}
+	waitSteps(t, a, id, 3)
+	cl.checkHolder(a, id)
+	// The rolled-back move's abort reaches the restarted target first.
+	var res2 api.MoveResult
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var err error
+		res2, err = a.Move(t.Context(), id, api.MoveRequest{To: string(b2.ID())}, nil)
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "in progress") || time.Now().After(deadline) {
+			t.Fatalf("move after the restart: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if res2.Outcome != api.OutcomeCommitted {
+		t.Fatalf("move after the restart: %+v", res2)
+	}
+	waitSteps(t, b2, id, 3)
+	cl.checkHolder(b2, id)
+	if _, err := b2.StopAgent(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	ag, _ := b2.getAgent(id)
+	if probs := verifyCapsule(mem, ag.capsule()); len(probs) > 0 {
+		t.Errorf("target capsule: %v", probs)
+	}
 }

@@ -276,7 +276,7 @@ func (a *agent) manifestInventory(m transfer.Message) ([]transfer.Blob, error) {
 		return blobs, nil
 	}
 	a.wire.mu.Unlock()
-	dirs := []string{a.cas().dir, a.staging(m.Move, capsuleDir, filepath.FromSlash(manifest.BlobsDir))}
+	dirs := []string{a.cas().dir, a.path(freshDir), a.staging(m.Move, capsuleDir, filepath.FromSlash(manifest.BlobsDir)), a.staging(m.Move, freshDir)}
 	mb, err := readBlobIn(a.n.fsys, dirs, m.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("inventory by manifest: %w", err)

@@ -206,7 +206,7 @@ func TestApplyDeltaIsACheckout(t *testing.T) {
 					t.Fatal(err)
 				}
 				var b syncBatch
-				if err := applyDelta(fsys, store.Dir(), live, prev, snap, &b); err != nil {
+				if err := applyDelta(fsys, blobFolder{dir: store.Dir()}, live, prev, snap, &b); err != nil {
 					t.Fatalf("step %d: applyDelta: %v", step, err)
 				}
 				if err := b.flush(fsys); err != nil {
@@ -238,7 +238,7 @@ func TestApplyDeltaRefusesABadBlob(t *testing.T) {
 	snap := &capsule.Snapshot{Version: capsule.SnapshotVersion, Entries: []capsule.Entry{{Path: "f", Type: capsule.TypeFile, Size: 6, Blob: d}}}
 	_ = fsys.MkdirAll("/w", 0o755)
 	var b syncBatch
-	err := applyDelta(fsys, "/blobs", "/w", capsule.NewSnapshot(), snap, &b)
+	err := applyDelta(fsys, blobFolder{dir: "/blobs"}, "/w", capsule.NewSnapshot(), snap, &b)
 	if err == nil {
 		t.Fatal("applyDelta copied a blob that does not match its digest")
 	}

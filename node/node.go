@@ -365,6 +365,11 @@ func (n *Node) Close(ctx context.Context) error {
 		if err := a.stopLocked("node shutdown"); err != nil {
 			errs = append(errs, err)
 		}
+		if a.target.Holder() > 0 && a.blocked == nil { // held here: the next start hashes only what changed
+			if err := a.saveStatCache(); err != nil {
+				n.log.Warn("stat cache not saved", "agent", a.id, "err", err)
+			}
+		}
 		if a.log != nil {
 			_ = a.log.Close()
 		}

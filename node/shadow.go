@@ -163,16 +163,32 @@ func (a *agent) buildShadow(m *manifest.Manifest, st *shadowState, base, snap *c
 			return err
 		}
 	}
-	blobs := a.cas().dir
+	blobs := blobFolder{dir: a.cas().dir}
 	if err := placeLayout(a.n.fsys, blobs, capDir, m, st.Files, b); err != nil {
 		return err
 	}
 	return applyDelta(a.n.fsys, blobs, filepath.Join(root, workDir), base, snap, b)
 }
 
+// blobFolder is where blobs are read from: a folder of blobs named by hex
+// digest, and optionally the fresh blobs of a prepare (not yet durable,
+// verified by this process), which are taken first.
+type blobFolder struct {
+	dir   string
+	fresh string          // folder of fresh blobs, or ""
+	names map[string]bool // the hex names in fresh
+}
+
+func (f blobFolder) path(d digest.Digest) string {
+	if f.names[d.Hex()] {
+		return filepath.Join(f.fresh, d.Hex())
+	}
+	return filepath.Join(f.dir, d.Hex())
+}
+
 // placeLayout makes capDir hold m's layout files, copying from blobs those
 // whose digest differs from have's (updated in place).
-func placeLayout(fsys vfs.FS, blobs, capDir string, m *manifest.Manifest, have map[string]digest.Digest, b *syncBatch) error {
+func placeLayout(fsys vfs.FS, blobs blobFolder, capDir string, m *manifest.Manifest, have map[string]digest.Digest, b *syncBatch) error {
 	for _, f := range m.Files {
 		if have[f.Path] == f.Digest {
 			continue
@@ -182,7 +198,7 @@ func placeLayout(fsys vfs.FS, blobs, capDir string, m *manifest.Manifest, have m
 			return err
 		}
 		delete(have, f.Path)
-		if err := copyVerified(fsys, filepath.Join(blobs, f.Digest.Hex()), dst, f.Digest, f.Size, 0o644); err != nil {
+		if err := copyVerified(fsys, blobs.path(f.Digest), dst, f.Digest, f.Size, 0o644); err != nil {
 			return fmt.Errorf("%s: %w", f.Path, err)
 		}
 		b.file(dst)
@@ -218,7 +234,7 @@ func hostPaths(root string, rels []string) []string {
 // blobs (a directory of blobs named by hex digest) and are verified as
 // they are copied. Nothing is synced: every changed file and directory is
 // noted in b.
-func applyDelta(fsys vfs.FS, blobs, root string, from, to *capsule.Snapshot, b *syncBatch) error {
+func applyDelta(fsys vfs.FS, blobs blobFolder, root string, from, to *capsule.Snapshot, b *syncBatch) error {
 	host := func(rel string) string { return filepath.Join(root, filepath.FromSlash(rel)) }
 	toIdx, fromIdx := entryIndex(to), entryIndex(from)
 	toDirs, fromDirs := dirSet(to), dirSet(from)
@@ -271,7 +287,7 @@ func applyDelta(fsys vfs.FS, blobs, root string, from, to *capsule.Snapshot, b *
 		if e.Exec {
 			perm = 0o755
 		}
-		errs[i] = copyVerified(fsys, filepath.Join(blobs, e.Blob.Hex()), host(e.Path), e.Blob, e.Size, perm)
+		errs[i] = copyVerified(fsys, blobs.path(e.Blob), host(e.Path), e.Blob, e.Size, perm)
 	})
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("workspace: %w", err)

@@ -81,17 +81,22 @@ func (a *agent) staging(move string, elem ...string) string {
 // inMove is the work of the incoming move being staged: what stage found
 // and prepare needs, and the writes not yet durable.
 type inMove struct {
-	move     string
-	source   string // the source node
-	dir      string // staging/<move>
-	m        *manifest.Manifest
-	base     *capsule.Snapshot // the workspace staging/<move>/work holds before prepare
-	snap     *capsule.Snapshot // the workspace the move brings
-	events   []journal.Event   // the staged journal, for the render
-	batch    syncBatch
-	render   *api.RenderReport
-	rendered chan error // the render's outcome, once it is done
-	log      *eventLog  // the staged journal, open
+	move   string
+	source string // the source node
+	dir    string // staging/<move>
+	m      *manifest.Manifest
+	base   *capsule.Snapshot // the workspace staging/<move>/work holds before prepare
+	snap   *capsule.Snapshot // the workspace the move brings
+	events []journal.Event   // the staged journal, for the render
+	// fresh holds the blobs the prepare brought (freshDir, taken into the
+	// staging), freshNames their hex names; the batch syncs each and then
+	// renames it into the blob folder.
+	fresh      string
+	freshNames map[string]bool
+	batch      syncBatch
+	render     *api.RenderReport
+	rendered   chan error // the render's outcome, once it is done
+	log        *eventLog  // the staged journal, open
 }
 
 // startRender renders the staged journal in the background: it is CPU
@@ -113,6 +118,13 @@ func (in *inMove) startRender(ahead *aheadRender, fn renderFunc, now func() time
 }
 
 func (in *inMove) capsule() string { return filepath.Join(in.dir, capsuleDir) }
+
+// blobFolder is where the staged blobs are: the staged capsule's blob
+// folder, and the fresh blobs the prepare brought until the batch that
+// makes them durable renames them in.
+func (in *inMove) blobFolder() blobFolder {
+	return blobFolder{dir: in.blobs(), fresh: in.fresh, names: in.freshNames}
+}
 func (in *inMove) blobs() string {
 	return filepath.Join(in.capsule(), filepath.FromSlash(manifest.BlobsDir))
 }
@@ -145,6 +157,9 @@ func (a *agent) buildStaging(act transfer.Action) (*inMove, error) {
 		return nil, err
 	}
 	mb, m, err := a.casManifest("", act.Manifest)
+	if err != nil && exists(fsys, a.path(freshDir, act.Manifest.Hex())) {
+		mb, m, err = a.casManifest(a.path(freshDir), act.Manifest) // it came with the prepare
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -161,12 +176,15 @@ func (a *agent) buildStaging(act transfer.Action) (*inMove, error) {
 	if err := a.stageBlobs(in); err != nil {
 		return nil, err
 	}
+	if err := a.stageFresh(in); err != nil {
+		return nil, err
+	}
 	st := map[string]digest.Digest{}
 	if a.shadow != nil {
 		st = a.shadow.state.Files
 	}
 	a.shadow = nil
-	if err := placeLayout(fsys, in.blobs(), in.capsule(), m, st, &in.batch); err != nil {
+	if err := placeLayout(fsys, in.blobFolder(), in.capsule(), m, st, &in.batch); err != nil {
 		return nil, err
 	}
 	if err := a.stageJournal(in, act.Journal); err != nil {
@@ -219,6 +237,33 @@ func (a *agent) stageBlobs(in *inMove) error {
 	}
 	in.batch.dir(a.dir)
 	return fsys.Rename(a.cas().dir, dst)
+}
+
+// stageFresh takes the blobs the prepare brought (freshDir) into the
+// staging (one rename) and notes each for the batch: synced, then renamed
+// into the blob folder, so the folder never names bytes a crash could
+// tear. Until the flush they are read from the fresh folder.
+func (a *agent) stageFresh(in *inMove) error {
+	fsys := a.n.fsys
+	src := a.path(freshDir)
+	if !exists(fsys, src) {
+		return nil
+	}
+	in.fresh = filepath.Join(in.dir, freshDir)
+	if err := fsys.Rename(src, in.fresh); err != nil {
+		return err
+	}
+	in.batch.dir(a.dir)
+	in.batch.created(in.fresh)
+	names, err := blobNames(fsys, in.fresh)
+	if err != nil {
+		return err
+	}
+	in.freshNames = names
+	for name := range names {
+		in.batch.renameAfterSync(filepath.Join(in.fresh, name), filepath.Join(in.blobs(), name))
+	}
+	return nil
 }
 
 // stageJournal makes the journal copy the staged journal (one rename; its
@@ -291,6 +336,9 @@ func (in *inMove) verify(fsys vfs.FS, parse func(digest.Digest, []byte) (*capsul
 	present, err := blobNames(fsys, in.blobs())
 	if err != nil {
 		return []string{"blobs: " + err.Error()}
+	}
+	for name := range in.freshNames {
+		present[name] = true
 	}
 	for d, size := range snap.Blobs() {
 		if present[d.Hex()] {
@@ -380,7 +428,7 @@ func (a *agent) prepare(act transfer.Action) []string {
 		}
 		opened <- err
 	}()
-	err := applyDelta(a.n.fsys, in.blobs(), filepath.Join(in.dir, workDir), in.base, in.snap, &in.batch)
+	err := applyDelta(a.n.fsys, in.blobFolder(), filepath.Join(in.dir, workDir), in.base, in.snap, &in.batch)
 	if err == nil {
 		err = a.noteMeta(in)
 	}
@@ -640,6 +688,7 @@ func (a *agent) discard(move string) error {
 // the rest is removed.
 func (a *agent) toCache(events int64, fw *frozenWork) error {
 	a.cache.forget()
+	_ = a.n.fsys.Remove(a.path(statCacheFile)) // it described the workspace that leaves
 	if err := a.reclaim(a.capsule(), events); err != nil {
 		return err
 	}

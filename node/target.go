@@ -183,6 +183,9 @@ func (n *Node) Push(ctx context.Context, from string, req api.PushRequest, s *ap
 		return api.PushReply{}, fmt.Errorf("%w: this node holds agent %s", api.ErrConflict, req.Agent)
 	}
 	p := &pushState{a: a, from: from, puts: newFinisher()}
+	if req.Call == string(transfer.MsgPrepare) {
+		p.fresh = a.path(freshDir)
+	}
 	defer p.puts.wait()
 	for {
 		f, r, err := s.Next()
@@ -222,7 +225,18 @@ type pushState struct {
 	from    string
 	rep     api.PushReply
 	puts    *finisher
-	message bool // a message frame arrived
+	message bool   // a message frame arrived
+	fresh   string // a prepare's blobs go here, unsynced (cas.go finishFresh)
+}
+
+// finish names a received blob: in the CAS store, durably, or for a
+// prepare in the fresh folder, which its staging makes durable.
+func (p *pushState) finish(pb *pendingBlob) {
+	if p.fresh != "" {
+		p.puts.do(func() error { return pb.finishFresh(p.fresh) })
+		return
+	}
+	p.puts.do(pb.finish)
 }
 
 func (n *Node) pushFrame(ctx context.Context, p *pushState, f api.Frame, r io.Reader) error {
@@ -238,7 +252,7 @@ func (n *Node) pushFrame(ctx context.Context, p *pushState, f api.Frame, r io.Re
 			return nil
 		}
 		p.rep.Stored++
-		p.puts.do(pb.finish)
+		p.finish(pb)
 	case api.FrameDelta:
 		pb, err := a.receiveDelta(f, r)
 		if err != nil {
@@ -250,7 +264,7 @@ func (n *Node) pushFrame(ctx context.Context, p *pushState, f api.Frame, r io.Re
 		}
 		p.rep.Stored++
 		p.rep.Deltas++
-		p.puts.do(pb.finish)
+		p.finish(pb)
 	case api.FrameJournal:
 		k, err := a.appendIncoming(f.Count, r)
 		if err != nil {

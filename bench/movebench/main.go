@@ -212,7 +212,7 @@ func (b *bench) firstMove() error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("  rsync -a to the daemon        %7.2f s   sent %s, received %s\n", rs.Seconds, human(rs.Sent), human(rs.Received))
+	fmt.Printf("  rsync -a to the daemon        %7.2f s   sent %s, received %s (through a proxy like the nodes)\n", rs.Seconds, human(rs.Sent), human(rs.Received))
 	if b.cfg.withSync {
 		fmt.Printf("  rsync -a --fsync              %7.2f s   sent %s\n", synced.Seconds, human(synced.Sent))
 	}

@@ -12,14 +12,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentcapsule/capsule/e2e/faultproxy"
 )
 
 // rsyncd is an rsync daemon on 127.0.0.1 with two writable modules:
 // "capsule" (files in root/rsync-capsule) and "work" (root/rsync-work).
+// Clients reach it through the same kind of byte-counting proxy the nodes
+// reach each other through, so both pay the proxy's copy.
 type rsyncd struct {
 	root string
 	port int
 	cmd  *exec.Cmd
+	px   *faultproxy.Proxy
 }
 
 // modules of the daemon.
@@ -52,7 +57,11 @@ func startRsyncd(root string) (*rsyncd, error) {
 	if err := d.cmd.Start(); err != nil {
 		return nil, err
 	}
-	return d, waitListening(fmt.Sprintf("127.0.0.1:%d", port), 10*time.Second)
+	if err := waitListening(fmt.Sprintf("127.0.0.1:%d", port), 10*time.Second); err != nil {
+		return d, err
+	}
+	d.px, err = faultproxy.New("127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", port))
+	return d, err
 }
 
 func freePort() (int, error) {
@@ -77,6 +86,9 @@ func waitListening(addr string, timeout time.Duration) error {
 }
 
 func (d *rsyncd) stop() {
+	if d.px != nil {
+		d.px.Close()
+	}
 	if d.cmd != nil && d.cmd.Process != nil {
 		_ = d.cmd.Process.Kill()
 		_ = d.cmd.Wait()
@@ -90,10 +102,10 @@ type rsyncRun struct {
 	Received int64 // "Total bytes received"
 }
 
-// push runs `rsync -a --stats [extra] SRC/ rsync://127.0.0.1:PORT/MODULE/`.
+// push runs `rsync -a --stats [extra] SRC/ rsync://PROXY/MODULE/`.
 func (d *rsyncd) push(src, module string, extra ...string) (rsyncRun, error) {
 	args := append([]string{"-a", "--stats"}, extra...)
-	args = append(args, strings.TrimSuffix(src, "/")+"/", fmt.Sprintf("rsync://127.0.0.1:%d/%s/", d.port, module))
+	args = append(args, strings.TrimSuffix(src, "/")+"/", fmt.Sprintf("rsync://%s/%s/", d.px.Addr(), module))
 	cmd := exec.Command("rsync", args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
