@@ -634,25 +634,6 @@ func (mr *moveRun) pushed(blobs []transfer.Blob, p deltaPlan, m *wireMessage) {
 	}
 }
 
-// noteHeld notes, from a want or promise, the blobs the target holds:
-// those of the inventory it did not want, and the bases it offered.
-func (mr *moveRun) noteHeld(asked []transfer.Blob, want, bases []digest.Digest) {
-	mr.mu.Lock()
-	defer mr.mu.Unlock()
-	wanted := map[digest.Digest]bool{}
-	for _, d := range want {
-		wanted[d] = true
-	}
-	for _, b := range asked {
-		if !wanted[b.Digest] {
-			mr.wire.hold(b.Digest)
-		}
-	}
-	for _, d := range bases {
-		mr.wire.hold(d)
-	}
-}
-
 func (w *moveWire) hold(d digest.Digest) {
 	if w.atPeer == nil {
 		w.atPeer = map[digest.Digest]bool{}

@@ -302,8 +302,7 @@ func (n *Node) send(a *agent, mr *moveRun, m transfer.Message) []transfer.Input 
 			mr.markRunningOnTarget(n.clock.Now())
 		}
 		if tm.Type == transfer.MsgWant || tm.Type == transfer.MsgPromise {
-			mr.noteWant(m.Blobs, tm.Want)
-			mr.noteHeld(m.Blobs, tm.Want, r.Bases)
+			mr.noteWant(m.Blobs, tm.Want, r.Bases)
 			mr.noteTargetJournal(tm.Have)
 		}
 		out = append(out, transfer.Receive(tm))
@@ -314,9 +313,11 @@ func (n *Node) send(a *agent, mr *moveRun, m transfer.Message) []transfer.Input 
 	return out
 }
 
-// noteWant records, from a want list answering an inventory, the blobs
-// the target already had without this move sending them: BlobsSkipped.
-func (mr *moveRun) noteWant(asked []transfer.Blob, want []digest.Digest) {
+// noteWant records, from a want or promise answering an inventory, the
+// blobs the target holds (those it did not want, and the delta bases it
+// offered) and among them those it had without this move sending them:
+// BlobsSkipped.
+func (mr *moveRun) noteWant(asked []transfer.Blob, want, bases []digest.Digest) {
 	mr.mu.Lock()
 	defer mr.mu.Unlock()
 	wanted := map[digest.Digest]bool{}
@@ -324,9 +325,16 @@ func (mr *moveRun) noteWant(asked []transfer.Blob, want []digest.Digest) {
 		wanted[d] = true
 	}
 	for _, b := range asked {
-		if !wanted[b.Digest] && !mr.sentSet[b.Digest] {
+		if wanted[b.Digest] {
+			continue
+		}
+		mr.wire.hold(b.Digest)
+		if !mr.sentSet[b.Digest] {
 			mr.skippedSet[b.Digest] = true
 		}
+	}
+	for _, d := range bases {
+		mr.wire.hold(d)
 	}
 	mr.prog.BlobsSkipped = len(mr.skippedSet)
 }

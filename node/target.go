@@ -242,8 +242,14 @@ func (p *pushState) finish(pb *pendingBlob) {
 func (n *Node) pushFrame(ctx context.Context, p *pushState, f api.Frame, r io.Reader) error {
 	a := p.a
 	switch f.Kind {
-	case api.FrameBlob:
-		pb, _, err := a.cas().receive(f.Digest, f.Size, r)
+	case api.FrameBlob, api.FrameDelta:
+		var pb *pendingBlob
+		var err error
+		if f.Kind == api.FrameBlob {
+			pb, _, err = a.cas().receive(f.Digest, f.Size, r)
+		} else {
+			pb, err = a.receiveDelta(f, r)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %v", api.ErrInvalid, err)
 		}
@@ -252,18 +258,9 @@ func (n *Node) pushFrame(ctx context.Context, p *pushState, f api.Frame, r io.Re
 			return nil
 		}
 		p.rep.Stored++
-		p.finish(pb)
-	case api.FrameDelta:
-		pb, err := a.receiveDelta(f, r)
-		if err != nil {
-			return fmt.Errorf("%w: %v", api.ErrInvalid, err)
+		if f.Kind == api.FrameDelta {
+			p.rep.Deltas++
 		}
-		if pb == nil {
-			p.rep.Present++
-			return nil
-		}
-		p.rep.Stored++
-		p.rep.Deltas++
 		p.finish(pb)
 	case api.FrameJournal:
 		k, err := a.appendIncoming(f.Count, r)
