@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/agentcapsule/capsule/internal/par"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -165,7 +166,7 @@ func (co *checkout) files() error {
 	}
 	p := newLockedProgress(co.cfg.Progress)
 	errs := make([]error, len(idx))
-	parallel(len(idx), workers(co.cfg.Workers), func(k int) {
+	par.Do(len(idx), workers(co.cfg.Workers), func(k int) {
 		errs[k] = co.file(co.s.Entries[idx[k]], p)
 	})
 	return errors.Join(errs...)

@@ -128,29 +128,6 @@ func workers(n int) int {
 	return runtime.GOMAXPROCS(0)
 }
 
-// parallel calls fn(i) for i in [0, n) on w goroutines and waits.
-func parallel(n, w int, fn func(i int)) {
-	if w > n {
-		w = n
-	}
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				fn(i)
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-}
-
 // lockedProgress makes a Progress safe to call from several goroutines.
 type lockedProgress struct {
 	mu sync.Mutex

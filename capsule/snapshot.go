@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/internal/par"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
 	ignore "github.com/sabhiram/go-gitignore"
@@ -275,7 +276,7 @@ func (w *walker) hashFiles(cfg SnapshotConfig) error {
 	}
 	p := newLockedProgress(cfg.Progress)
 	errs := make([]error, len(w.files))
-	parallel(len(w.files), workers(cfg.Workers), func(i int) {
+	par.Do(len(w.files), workers(cfg.Workers), func(i int) {
 		f := &w.files[i]
 		f.Blob, f.Size, errs[i] = hashFile(w.fsys, hostPath(w.root, f.Path), -1, p)
 	})
@@ -303,7 +304,7 @@ func (w *walker) storeMissing(store *BlobStore, cfg SnapshotConfig, res *Snapsho
 	}
 	var mu sync.Mutex
 	errs := make([]error, len(todo))
-	parallel(len(todo), workers(cfg.Workers), func(k int) {
+	par.Do(len(todo), workers(cfg.Workers), func(k int) {
 		f := w.files[todo[k]]
 		errs[k] = w.storeOne(store, f)
 		if errs[k] == nil {

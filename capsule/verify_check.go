@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/envspec"
+	"github.com/agentcapsule/capsule/internal/par"
 	"github.com/agentcapsule/capsule/manifest"
 )
 
@@ -51,7 +52,7 @@ func (v *verifier) hashAll() {
 		st.SetTotal(total)
 	}
 	p := newLockedProgress(v.opts.Progress)
-	parallel(len(jobs), workers(v.opts.Workers), func(i int) { jobs[i].run(jobs[i], p) })
+	par.Do(len(jobs), workers(v.opts.Workers), func(i int) { jobs[i].run(jobs[i], p) })
 }
 
 // job prepares the check of rel if it is a regular file of the view.

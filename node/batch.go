@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/agentcapsule/capsule/internal/par"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -94,7 +95,7 @@ func (b *syncBatch) flush(fsys vfs.FS) error {
 	files, renames, dirs := b.files, b.renames, b.dirs
 	*b = syncBatch{}
 	errs := make([]error, len(files))
-	parallelDo(len(files), syncWorkers, func(i int) { errs[i] = syncFile(fsys, files[i]) })
+	par.Do(len(files), syncWorkers, func(i int) { errs[i] = syncFile(fsys, files[i]) })
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
@@ -113,7 +114,7 @@ func (b *syncBatch) flush(fsys vfs.FS) error {
 	}
 	sort.Strings(list)
 	errs = make([]error, len(list))
-	parallelDo(len(list), syncWorkers, func(i int) { errs[i] = fsys.SyncDir(list[i]) })
+	par.Do(len(list), syncWorkers, func(i int) { errs[i] = fsys.SyncDir(list[i]) })
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/internal/par"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/transfer"
 )
@@ -50,7 +51,7 @@ func (a *agent) storeRecord(store *capsule.BlobStore, rec *workRecord) error {
 		}
 	}
 	errs := make([]error, len(todo))
-	parallelDo(len(todo), 2, func(i int) {
+	par.Do(len(todo), 2, func(i int) {
 		errs[i] = a.storeBlob(store, todo[i], rec.files[todo[i]])
 	})
 	return errors.Join(errs...)

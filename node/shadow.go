@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/internal/par"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -281,7 +282,7 @@ func applyDelta(fsys vfs.FS, blobs blobFolder, root string, from, to *capsule.Sn
 		}
 	}
 	errs := make([]error, len(files))
-	parallelDo(len(files), 4, func(i int) {
+	par.Do(len(files), 4, func(i int) {
 		e := files[i]
 		perm := fs.FileMode(0o644)
 		if e.Exec {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/internal/par"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
 	ignore "github.com/sabhiram/go-gitignore"
@@ -155,7 +156,7 @@ func recordWork(fsys vfs.FS, dir string, cache *statCache, now func() time.Time)
 	}
 	rec := &workRecord{files: map[digest.Digest]string{}}
 	errs := make([]error, len(w.files))
-	parallelDo(len(w.files), 2, func(i int) {
+	par.Do(len(w.files), 2, func(i int) {
 		errs[i] = w.hash(&w.files[i], cache, now)
 	})
 	if err := errors.Join(errs...); err != nil {
@@ -306,28 +307,4 @@ func readIgnoreFile(fsys vfs.FS, name string) (*ignore.GitIgnore, error) {
 		lines = append(lines, sc.Text())
 	}
 	return ignore.CompileIgnoreLines(lines...), nil
-}
-
-// parallelDo calls fn(i) for i in [0, n) on up to w goroutines.
-func parallelDo(n, w int, fn func(i int)) {
-	if n == 0 {
-		return
-	}
-	w = min(w, n)
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				fn(i)
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }
