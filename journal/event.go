@@ -11,7 +11,11 @@
 // §7; tests cite its sections.
 package journal
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
 
 // SchemaVersion is the version of the event envelope and bodies this release writes.
 const SchemaVersion = 1
@@ -205,4 +209,24 @@ type Moved struct {
 type EpochStart struct {
 	Epoch  uint64 `json:"epoch"`
 	Holder string `json:"holder"`
+}
+
+// attachmentsKey is how an attachments member starts in a canonical body.
+var attachmentsKey = []byte(`"attachments":`)
+
+// Attachments returns the attachments an event's body names (user
+// messages and tool results carry them), nil for any other event. The
+// blobs they name belong to the capsule as much as the workspace's do: a
+// copy of the capsule that lacks one has lost part of the conversation.
+func Attachments(e Event) ([]Attachment, error) {
+	if e.Kind != KindUser && e.Kind != KindToolResult || !bytes.Contains(e.Body, attachmentsKey) {
+		return nil, nil
+	}
+	var b struct {
+		Attachments []Attachment `json:"attachments"`
+	}
+	if err := json.Unmarshal(e.Body, &b); err != nil {
+		return nil, fmt.Errorf("journal: event %s: attachments: %w", e.ID, err)
+	}
+	return b.Attachments, nil
 }

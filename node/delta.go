@@ -86,7 +86,8 @@ type wireState struct {
 	mu      sync.Mutex
 	bases   []base // oldest first
 	derived digest.Digest
-	blobs   []transfer.Blob // the inventory of derived
+	blobs   []transfer.Blob // the layout inventory of derived (attachments are added per call)
+	events  int             // events of the journal derived commits
 	off     bool            // send no delta frames (tests compare with and without)
 }
 
@@ -271,9 +272,9 @@ func (a *agent) manifestInventory(m transfer.Message) ([]transfer.Blob, error) {
 	}
 	a.wire.mu.Lock()
 	if a.wire.derived == m.Manifest {
-		blobs := a.wire.blobs
+		blobs, events := a.wire.blobs, a.wire.events
 		a.wire.mu.Unlock()
-		return blobs, nil
+		return a.withAttachments(blobs, events)
 	}
 	a.wire.mu.Unlock()
 	dirs := []string{a.cas().dir, a.path(freshDir), a.staging(m.Move, capsuleDir, filepath.FromSlash(manifest.BlobsDir)), a.staging(m.Move, freshDir)}
@@ -302,9 +303,32 @@ func (a *agent) manifestInventory(m transfer.Message) ([]transfer.Blob, error) {
 	}
 	blobs := layoutInventory(m.Manifest, int64(len(mb)), mf, snap)
 	a.wire.mu.Lock()
-	a.wire.derived, a.wire.blobs = m.Manifest, blobs
+	a.wire.derived, a.wire.blobs, a.wire.events = m.Manifest, blobs, int(mf.Journal.Events)
 	a.wire.mu.Unlock()
-	return blobs, nil
+	return a.withAttachments(blobs, int(mf.Journal.Events))
+}
+
+// withAttachments appends to a manifest's layout inventory the blobs the
+// attachments of its journal name, as far as this node's journal copy
+// holds that journal (the first events of it; a copy that lags lists
+// fewer, and the move's verify refuses a staging whose journal names a
+// blob it lacks). Caller holds a.mu.
+func (a *agent) withAttachments(blobs []transfer.Blob, events int) ([]transfer.Blob, error) {
+	atts, err := a.incomingAttachments(events)
+	if err != nil || len(atts) == 0 {
+		return blobs, err
+	}
+	out := append(slices.Clip(blobs), atts...)
+	seen := make(map[digest.Digest]bool, len(out))
+	k := 0
+	for _, b := range out {
+		if !seen[b.Digest] {
+			seen[b.Digest] = true
+			out[k] = b
+			k++
+		}
+	}
+	return out[:k], nil
 }
 
 // layoutInventory lists a capsule's blobs as a source's inventory does:

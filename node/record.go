@@ -124,6 +124,13 @@ func (a *agent) frozenInventory(mr *moveRun) (transfer.Inventory, error) {
 		}
 		src.add(&inv, b.Digest, b.Size, p)
 	}
+	atts, err := a.journalAttachments() // only the events since the last pre-copy round are read
+	if err != nil {
+		return transfer.Inventory{}, err
+	}
+	for _, b := range atts {
+		src.add(&inv, b.Digest, b.Size, store.Path(b.Digest))
+	}
 	mr.setSources(src, inv.Manifest, sum.Bytes, inv.Journal)
 	mr.mu.Lock()
 	mr.frozenWork = &frozenWork{manifest: inv.Manifest, snapBytes: sb, snap: rec.snap}

@@ -50,7 +50,11 @@ func (a *agent) inventoryLocked(mr *moveRun) (transfer.Inventory, error) {
 	if err != nil {
 		return transfer.Inventory{}, err
 	}
-	for _, b := range blobs {
+	atts, err := a.journalAttachments()
+	if err != nil {
+		return transfer.Inventory{}, err
+	}
+	for _, b := range append(blobs, atts...) {
 		src.add(&inv, b.Digest, b.Size, filepath.Join(capDir, filepath.FromSlash(manifest.BlobsDir), b.Digest.Hex()))
 	}
 	mr.setSources(src, inv.Manifest, sum.Bytes, inv.Journal)
@@ -93,6 +97,7 @@ type inMove struct {
 	// renames it into the blob folder.
 	fresh      string
 	freshNames map[string]bool
+	attach     []transfer.Blob // blobs the staged journal's attachments name
 	batch      syncBatch
 	render     *api.RenderReport
 	rendered   chan error // the render's outcome, once it is done
@@ -287,10 +292,14 @@ func (a *agent) stageJournal(in *inMove, want transfer.JournalPos) error {
 		return fmt.Errorf("journal: %d events, %d bytes, digest %s: the manifest commits %d events, %d bytes, digest %s",
 			got.Events, got.Bytes, got.Digest.Short(), wantJ.Events, wantJ.Bytes, wantJ.Digest.Short())
 	}
+	if in.attach, err = a.incomingAttachments(len(l.events)); err != nil {
+		return err
+	}
 	dst := filepath.Join(in.capsule(), filepath.FromSlash(manifest.JournalPath))
 	if err := a.n.fsys.Rename(a.path(incomingFile), dst); err != nil {
 		return err
 	}
+	a.incAtt = attachIndex{} // the copy is gone: the next one is indexed afresh
 	in.batch.dir(a.dir)
 	in.batch.created(dst)
 	in.events, in.log = l.events, l.log
@@ -339,6 +348,11 @@ func (in *inMove) verify(fsys vfs.FS, parse func(digest.Digest, []byte) (*capsul
 	}
 	for name := range in.freshNames {
 		present[name] = true
+	}
+	for _, b := range in.attach {
+		if !present[b.Digest.Hex()] {
+			probs = append(probs, fmt.Sprintf("blob %s of a journal attachment is missing", b.Digest.Short()))
+		}
 	}
 	for d, size := range snap.Blobs() {
 		if present[d.Hex()] {
@@ -521,6 +535,7 @@ func (a *agent) promote(act transfer.Action) error {
 	_ = fsys.RemoveAll(a.staging(act.Move))
 	a.dropIncoming()
 	a.cache.forget()
+	a.attach = attachIndex{} // a new journal file: indexed afresh
 	source := ""
 	var staged *eventLog
 	var snap *capsule.Snapshot
@@ -688,6 +703,7 @@ func (a *agent) discard(move string) error {
 // the rest is removed.
 func (a *agent) toCache(events int64, fw *frozenWork) error {
 	a.cache.forget()
+	a.attach = attachIndex{}
 	_ = a.n.fsys.Remove(a.path(statCacheFile)) // it described the workspace that leaves
 	if err := a.reclaim(a.capsule(), events); err != nil {
 		return err

@@ -1,0 +1,119 @@
+package node
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+
+	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/transfer"
+)
+
+// Journal attachments name blobs of the capsule's blob folder, which the
+// workspace snapshot does not reference: a move must carry them too, or
+// the target's copy of the conversation would name blobs it lacks. Both
+// sides keep an index of the attachments of their journal, extended as the
+// journal grows, so that neither rescans thousands of events inside the
+// frozen window: the source over its journal file (attachIndex.bytes),
+// the target over its journal copy's events (attachIndex.events).
+
+// attachIndex maps the blobs a journal's attachments name to their sizes.
+type attachIndex struct {
+	events int   // events indexed
+	bytes  int64 // bytes of the journal file indexed (source side)
+	blobs  map[digest.Digest]int64
+}
+
+// add indexes the attachments of events.
+func (x *attachIndex) add(events []journal.Event) error {
+	for _, e := range events {
+		as, err := journal.Attachments(e)
+		if err != nil {
+			return err
+		}
+		for _, at := range as {
+			d, err := digest.Parse(at.Blob)
+			if err != nil || at.Size < 0 {
+				return fmt.Errorf("journal: event %s: attachment %q: bad blob or size", e.ID, at.Blob)
+			}
+			if x.blobs == nil {
+				x.blobs = map[digest.Digest]int64{}
+			}
+			x.blobs[d] = at.Size
+		}
+	}
+	x.events += len(events)
+	return nil
+}
+
+// list returns the indexed blobs sorted by digest.
+func (x *attachIndex) list() []transfer.Blob {
+	out := make([]transfer.Blob, 0, len(x.blobs))
+	for d, size := range x.blobs {
+		out = append(out, transfer.Blob{Digest: d, Size: size})
+	}
+	slices.SortFunc(out, func(a, b transfer.Blob) int { return bytes.Compare([]byte(a.Digest), []byte(b.Digest)) })
+	return out
+}
+
+// attachmentsOf indexes events from scratch.
+func attachmentsOf(events []journal.Event) (*attachIndex, error) {
+	x := &attachIndex{}
+	return x, x.add(events)
+}
+
+// journalAttachments returns the attachment blobs of the agent's journal,
+// reading only what was appended since the last call. Caller holds a.mu,
+// and the journal is open (a.log).
+func (a *agent) journalAttachments() ([]transfer.Blob, error) {
+	end := a.log.Summary().Bytes
+	x := &a.attach
+	if end < x.bytes { // another journal (the agent came back): start over
+		*x = attachIndex{}
+	}
+	if end > x.bytes {
+		f, err := a.n.fsys.Open(filepath.Join(a.capsule(), journalInCap))
+		if err != nil {
+			return nil, fmt.Errorf("journal attachments: %w", err)
+		}
+		defer f.Close()
+		events, err := journal.Decode(io.NewSectionReader(f, x.bytes, end-x.bytes))
+		if err != nil {
+			return nil, fmt.Errorf("journal attachments: %w", err)
+		}
+		if err := x.add(events); err != nil {
+			return nil, err
+		}
+		x.bytes = end
+	}
+	return x.list(), nil
+}
+
+// incomingAttachments returns the attachment blobs of the first n events
+// of the journal copy (a target's), indexing only events new since the
+// last call. Caller holds a.mu.
+func (a *agent) incomingAttachments(n int) ([]transfer.Blob, error) {
+	l, err := a.incoming()
+	if err != nil {
+		return nil, err
+	}
+	n = min(n, len(l.events))
+	x := &a.incAtt
+	if x.events > n { // the copy was cut back, or this is an older head
+		y, err := attachmentsOf(l.events[:n])
+		if err != nil {
+			return nil, err
+		}
+		if n == len(l.events) {
+			*x = *y
+		}
+		return y.list(), nil
+	}
+	if err := x.add(l.events[x.events:n]); err != nil {
+		return nil, err
+	}
+	return x.list(), nil
+}
