@@ -139,6 +139,14 @@ type verifier struct {
 	present    map[string]fs.FileMode // slash path -> type, from the walk
 	blobs      map[string]int64       // hex -> size of intact-named blob files
 	referenced map[string]bool        // hex -> referenced by the snapshot
+	attached   []attached             // attachments of the committed journal
+}
+
+// attached is one attachment of a journal event: a blob reference.
+type attached struct {
+	event string
+	blob  digest.Digest
+	size  int64
 }
 
 func (v *verifier) problem(p string, kind ProblemKind, format string, args ...any) {
@@ -161,6 +169,7 @@ func (v *verifier) run() {
 	v.checkLayoutPresence()
 	v.hashAll()
 	v.checkSnapshot()
+	v.checkAttachments()
 	v.checkEnvironment()
 	v.checkUnreferenced()
 	v.checkSignature()

@@ -1,6 +1,8 @@
 package capsule
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"path"
@@ -10,6 +12,7 @@ import (
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/internal/par"
+	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
 )
 
@@ -123,7 +126,71 @@ func (v *verifier) checkJournal(j hashJob, p Progress) {
 	case want.Bytes > 0 && last.b != '\n':
 		v.problem(j.rel, KindJournal, "the committed prefix does not end with a newline")
 	}
+	v.scanAttachments(j.rel, io.NewSectionReader(f, 0, want.Bytes))
 	v.checkTail(j, f, want)
+}
+
+// attachmentsKey marks the lines of a journal that may attach blobs.
+var attachmentsKey = []byte(`"attachments":`)
+
+// scanAttachments collects the blob references of the attachments of the
+// committed journal (FORMAT §3.2): only lines that name attachments are
+// decoded.
+func (v *verifier) scanAttachments(rel string, r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), journal.MaxLine+1)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if !bytes.Contains(line, attachmentsKey) {
+			continue
+		}
+		events, err := journal.Decode(bytes.NewReader(append(line, '\n')))
+		if err == nil && len(events) != 1 {
+			err = errors.New("not one event")
+		}
+		var as []journal.Attachment
+		if err == nil {
+			as, err = journal.Attachments(events[0])
+		}
+		if err != nil {
+			v.problem(rel, KindJournal, "line %d names attachments but does not decode: %v", n, err)
+			continue
+		}
+		for _, a := range as {
+			d, err := digest.Parse(a.Blob)
+			if err != nil {
+				v.problem(rel, KindJournal, "line %d: attachment blob %q: %v", n, clip(a.Blob), err)
+				continue
+			}
+			v.mu.Lock()
+			v.attached = append(v.attached, attached{event: events[0].ID, blob: d, size: a.Size})
+			v.mu.Unlock()
+		}
+	}
+	if err := sc.Err(); err != nil {
+		v.problem(rel, KindJournal, "scanning for attachments: %v", err)
+	}
+}
+
+// checkAttachments checks every blob an attachment of the committed
+// journal names is present with the recorded size; such blobs are
+// referenced, not unreferenced (FORMAT §3.2).
+func (v *verifier) checkAttachments() {
+	if len(v.attached) == 0 {
+		return
+	}
+	if v.referenced == nil {
+		v.referenced = map[string]bool{}
+	}
+	for _, a := range v.attached {
+		hx := a.blob.Hex()
+		switch size, ok, first := v.refer(hx); {
+		case !ok && first:
+			v.problem(manifest.BlobsDir+"/"+hx, KindMissing, "blob of an attachment of event %s is missing", clip(a.event))
+		case ok && size >= 0 && size != a.size:
+			v.problem(manifest.JournalPath, KindReference, "event %s attaches blob %s of %d bytes, the blob has %d", clip(a.event), a.blob.Short(), a.size, size)
+		}
+	}
 }
 
 func (v *verifier) checkTail(j hashJob, f io.ReaderAt, want manifest.Journal) {
@@ -206,12 +273,18 @@ func (v *verifier) checkSnapshot() {
 	}
 }
 
+// refer marks blob hx referenced and returns its size on disk (ok false:
+// absent) and whether this is its first reference.
+func (v *verifier) refer(hx string) (size int64, ok, first bool) {
+	first = !v.referenced[hx]
+	v.referenced[hx] = true
+	size, ok = v.blobs[hx]
+	return size, ok, first
+}
+
 func (v *verifier) checkReference(e Entry) {
 	hx := e.Blob.Hex()
-	first := !v.referenced[hx]
-	v.referenced[hx] = true
-	size, ok := v.blobs[hx]
-	switch {
+	switch size, ok, first := v.refer(hx); {
 	case !ok && first:
 		v.problem(manifest.BlobsDir+"/"+hx, KindMissing, "blob of snapshot entry %q is missing", clip(e.Path))
 	case ok && size >= 0 && size != e.Size:
@@ -266,7 +339,7 @@ func (v *verifier) checkUnreferenced() {
 	}
 	for hx, size := range v.blobs {
 		if !v.referenced[hx] && size != corruptBlob {
-			v.warn(manifest.BlobsDir+"/"+hx, KindUnreferenced, "intact blob (%d bytes) not referenced by the snapshot", size)
+			v.warn(manifest.BlobsDir+"/"+hx, KindUnreferenced, "intact blob (%d bytes) referenced by neither the snapshot nor a journal attachment", size)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentcapsule/capsule/api"
@@ -79,5 +80,12 @@ func TestMoveCarriesJournalAttachments(t *testing.T) {
 		t.Fatalf("a move whose source lost an attachment's blob committed: %+v", res)
 	}
 	waitSteps(t, b, id, 2)
-	cl.checkHolder(b, id)
+	if got := cl.running(id); len(got) != 1 || got[0] != b.ID() {
+		t.Fatalf("runners = %v, want only %s", got, b.ID())
+	}
+	// And its capsule says what it lost (FORMAT §3.2).
+	probs := verifyCapsule(b.fsys, ag.capsule())
+	if len(probs) != 1 || !strings.Contains(probs[0], lost.Hex()) || !strings.Contains(probs[0], "attachment") {
+		t.Errorf("verify of the capsule that lost an attachment's blob: %v", probs)
+	}
 }
