@@ -142,6 +142,15 @@ func (l *Log) open(committed int64) error {
 		return err
 	}
 	l.f = f
+	// One writer at a time, across processes too: a second writer (the CLI
+	// appending to a journal a node holds open) would interleave appends
+	// and fork the chains.
+	if err := vfs.TryLock(f); err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return fmt.Errorf("%w (another process, or another open of it, is writing this journal: a node that holds the agent keeps its journal open)", err)
+		}
+		return err
+	}
 	h := digest.NewHasher()
 	var ld loader
 	probs, err := journal.Scan(io.TeeReader(f, h), ld.visit)

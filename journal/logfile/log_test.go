@@ -224,3 +224,32 @@ func TestOpenRefusesShortJournal(t *testing.T) {
 		t.Fatalf("got %v, want ErrShort", err)
 	}
 }
+
+// TestOneWriterAtATime opens a journal on disk twice: the second open is
+// refused while the first is open (another process would be refused the
+// same way: the lock is flock's), and succeeds once it is closed. Nothing
+// the first writer appended is touched.
+func TestOneWriterAtATime(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "timeline_events.jsonl")
+	first, err := Open(Config{Path: p, Epoch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Append("m1", journal.KindUser, 1, "2026-01-01T00:00:00Z", user("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Config{Path: p, Epoch: 1}); !errors.Is(err, vfs.ErrLocked) {
+		t.Fatalf("second writer: err = %v, want vfs.ErrLocked", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second, err := Open(Config{Path: p, Epoch: 1})
+	if err != nil {
+		t.Fatalf("after the first writer closed: %v", err)
+	}
+	defer second.Close()
+	if got := second.Summary().Events; got != 1 {
+		t.Errorf("the journal holds %d events, want the 1 the first writer appended", got)
+	}
+}
