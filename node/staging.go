@@ -609,6 +609,8 @@ func (a *agent) afterMove(epoch uint64, snap *capsule.Snapshot, started time.Tim
 		}
 		if err := a.commitHolderLocked(); err != nil {
 			a.n.log.Warn("commit after move", "agent", a.id, "err", err)
+		} else if err := a.pruneBlobsLocked(); err != nil {
+			a.n.log.Warn("prune after move", "agent", a.id, "err", err)
 		}
 		if snap != nil {
 			if racy := a.seedCache(snap, started); len(racy) > 0 {
@@ -617,6 +619,33 @@ func (a *agent) afterMove(epoch uint64, snap *capsule.Snapshot, started time.Tim
 			}
 		}
 	}()
+}
+
+// pruneBlobsLocked removes from the capsule's blob folder the blobs that
+// neither its snapshot nor an attachment of its journal references. A
+// move's staging takes the whole CAS store, which holds blobs of earlier
+// pre-copies and holds, so without this the blob folder would grow with
+// every move (and verify warn about each such blob). A move out of this
+// node lists only referenced blobs, and takes a.mu to do so, so none is
+// pruned under it. Caller holds a.mu.
+func (a *agent) pruneBlobsLocked() error {
+	atts, err := a.journalAttachments()
+	if err != nil {
+		return err
+	}
+	keep := make(map[digest.Digest]bool, len(atts))
+	for _, b := range atts {
+		keep[b.Digest] = true
+	}
+	c, err := capsule.Open(a.n.fsys, a.capsule(), capsule.Config{Writer: a.n.writer()})
+	if err != nil {
+		return err
+	}
+	n, bytes, err := c.PruneBlobs(func(d digest.Digest) bool { return keep[d] })
+	if n > 0 {
+		a.n.log.Debug("unreferenced blobs pruned", "agent", a.id, "blobs", n, "bytes", bytes)
+	}
+	return err
 }
 
 // seedCache records in the stat cache the digests of the workspace files
