@@ -76,6 +76,7 @@ func (a *agent) dropIncoming() {
 		_ = a.inc.log.Close()
 		a.inc = nil
 	}
+	a.incAtt = attachIndex{} // the next copy is indexed afresh
 }
 
 // incomingPos is the position of the journal copy this node holds for an
