@@ -2,7 +2,6 @@ package capsule
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"io"
 	"path"
@@ -130,9 +129,6 @@ func (v *verifier) checkJournal(j hashJob, p Progress) {
 	v.checkTail(j, f, want)
 }
 
-// attachmentsKey marks the lines of a journal that may attach blobs.
-var attachmentsKey = []byte(`"attachments":`)
-
 // scanAttachments collects the blob references of the attachments of the
 // committed journal (FORMAT §3.2): only lines that name attachments are
 // decoded.
@@ -140,18 +136,7 @@ func (v *verifier) scanAttachments(rel string, r io.Reader) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), journal.MaxLine+1)
 	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
-		if !bytes.Contains(line, attachmentsKey) {
-			continue
-		}
-		events, err := journal.Decode(bytes.NewReader(append(line, '\n')))
-		if err == nil && len(events) != 1 {
-			err = errors.New("not one event")
-		}
-		var as []journal.Attachment
-		if err == nil {
-			as, err = journal.Attachments(events[0])
-		}
+		id, as, err := journal.LineAttachments(sc.Bytes())
 		if err != nil {
 			v.problem(rel, KindJournal, "line %d names attachments but does not decode: %v", n, err)
 			continue
@@ -163,7 +148,7 @@ func (v *verifier) scanAttachments(rel string, r io.Reader) {
 				continue
 			}
 			v.mu.Lock()
-			v.attached = append(v.attached, attached{event: events[0].ID, blob: d, size: a.Size})
+			v.attached = append(v.attached, attached{event: id, blob: d, size: a.Size})
 			v.mu.Unlock()
 		}
 	}

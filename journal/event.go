@@ -214,6 +214,22 @@ type EpochStart struct {
 // attachmentsKey is how an attachments member starts in a canonical body.
 var attachmentsKey = []byte(`"attachments":`)
 
+// LineAttachments returns the ID of the event an encoded journal line
+// (without its newline) holds and the attachments it names, parsing the
+// line only when it mentions attachments at all: a scan of a long journal
+// for its attachment blobs costs a substring search per line.
+func LineAttachments(line []byte) (string, []Attachment, error) {
+	if !bytes.Contains(line, attachmentsKey) {
+		return "", nil, nil
+	}
+	e, err := ParseLine(line)
+	if err != nil {
+		return "", nil, err
+	}
+	as, err := Attachments(e)
+	return e.ID, as, err
+}
+
 // Attachments returns the attachments an event's body names (user
 // messages and tool results carry them), nil for any other event. The
 // blobs they name belong to the capsule as much as the workspace's do: a

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -22,7 +23,7 @@ import (
 
 // attachIndex maps the blobs a journal's attachments name to their sizes.
 type attachIndex struct {
-	events int   // events indexed
+	events int   // events indexed (target side)
 	bytes  int64 // bytes of the journal file indexed (source side)
 	blobs  map[digest.Digest]int64
 }
@@ -31,21 +32,29 @@ type attachIndex struct {
 func (x *attachIndex) add(events []journal.Event) error {
 	for _, e := range events {
 		as, err := journal.Attachments(e)
+		if err == nil {
+			err = x.note(e.ID, as)
+		}
 		if err != nil {
 			return err
 		}
-		for _, at := range as {
-			d, err := digest.Parse(at.Blob)
-			if err != nil || at.Size < 0 {
-				return fmt.Errorf("journal: event %s: attachment %q: bad blob or size", e.ID, at.Blob)
-			}
-			if x.blobs == nil {
-				x.blobs = map[digest.Digest]int64{}
-			}
-			x.blobs[d] = at.Size
-		}
 	}
 	x.events += len(events)
+	return nil
+}
+
+// note indexes the attachments of event id.
+func (x *attachIndex) note(id string, as []journal.Attachment) error {
+	for _, at := range as {
+		d, err := digest.Parse(at.Blob)
+		if err != nil || at.Size < 0 {
+			return fmt.Errorf("journal: event %s: attachment %q: bad blob or size", id, at.Blob)
+		}
+		if x.blobs == nil {
+			x.blobs = map[digest.Digest]int64{}
+		}
+		x.blobs[d] = at.Size
+	}
 	return nil
 }
 
@@ -80,12 +89,20 @@ func (a *agent) journalAttachments() ([]transfer.Blob, error) {
 			return nil, fmt.Errorf("journal attachments: %w", err)
 		}
 		defer f.Close()
-		events, err := journal.Decode(io.NewSectionReader(f, x.bytes, end-x.bytes))
-		if err != nil {
-			return nil, fmt.Errorf("journal attachments: %w", err)
+		// Only lines that mention attachments are parsed.
+		sc := bufio.NewScanner(io.NewSectionReader(f, x.bytes, end-x.bytes))
+		sc.Buffer(make([]byte, 64<<10), journal.MaxLine+1)
+		for sc.Scan() {
+			id, as, err := journal.LineAttachments(sc.Bytes())
+			if err == nil {
+				err = x.note(id, as)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("journal attachments: %w", err)
+			}
 		}
-		if err := x.add(events); err != nil {
-			return nil, err
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("journal attachments: %w", err)
 		}
 		x.bytes = end
 	}

@@ -52,7 +52,7 @@ func (a *agent) loadShadow() (*shadowState, *capsule.Snapshot) {
 	b, err := vfs.ReadFile(fsys, a.path(shadowFile))
 	var st shadowState
 	if err == nil && json.Unmarshal(b, &st) == nil && st.Files != nil {
-		if snap, err := readSnapshotFile(fsys, filepath.Join(a.path(shadowDir, capsuleDir), filepath.FromSlash(manifest.SnapshotPath)), st.Files[manifest.SnapshotPath]); err == nil {
+		if snap, err := readSnapshotFile(fsys, filepath.Join(a.path(shadowDir, capsuleDir), filepath.FromSlash(manifest.SnapshotPath)), st.Files[manifest.SnapshotPath], nil); err == nil {
 			a.shadow = &shadowMem{state: &st, snap: snap}
 			return &st, snap
 		}
@@ -74,7 +74,9 @@ func (a *agent) dropShadow() {
 	_ = a.n.fsys.RemoveAll(a.path(shadowDir))
 }
 
-func readSnapshotFile(fsys vfs.FS, name string, want digest.Digest) (*capsule.Snapshot, error) {
+// readSnapshotFile reads the snapshot.json at name, checks it hashes to
+// want and parses it with parse (capsule.ParseSnapshot when nil).
+func readSnapshotFile(fsys vfs.FS, name string, want digest.Digest, parse func(digest.Digest, []byte) (*capsule.Snapshot, error)) (*capsule.Snapshot, error) {
 	b, err := vfs.ReadFile(fsys, name)
 	if err != nil {
 		return nil, err
@@ -82,7 +84,10 @@ func readSnapshotFile(fsys vfs.FS, name string, want digest.Digest) (*capsule.Sn
 	if digest.FromBytes(b) != want {
 		return nil, fmt.Errorf("%s does not hash to %s", name, want.Short())
 	}
-	return capsule.ParseSnapshot(b)
+	if parse == nil {
+		return capsule.ParseSnapshot(b)
+	}
+	return parse(want, b)
 }
 
 // casManifest reads, checks and parses the manifest blob md of the CAS
@@ -123,7 +128,7 @@ func (a *agent) updateShadow(md digest.Digest) error {
 	if !ok {
 		return errors.New("manifest lists no snapshot")
 	}
-	snap, err := readSnapshotFile(a.n.fsys, a.cas().path(sf.Digest), sf.Digest)
+	snap, err := readSnapshotFile(a.n.fsys, a.cas().path(sf.Digest), sf.Digest, nil)
 	if err != nil {
 		return err
 	}

@@ -326,14 +326,7 @@ func (in *inMove) verify(fsys vfs.FS, parse func(digest.Digest, []byte) (*capsul
 	if !ok {
 		return []string{"manifest lists no snapshot"}
 	}
-	sb, err := vfs.ReadFile(fsys, filepath.Join(in.capsule(), filepath.FromSlash(manifest.SnapshotPath)))
-	if err == nil && digest.FromBytes(sb) != sf.Digest {
-		err = fmt.Errorf("content does not hash to %s", sf.Digest.Short())
-	}
-	var snap *capsule.Snapshot
-	if err == nil {
-		snap, err = parse(sf.Digest, sb)
-	}
+	snap, err := readSnapshotFile(fsys, filepath.Join(in.capsule(), filepath.FromSlash(manifest.SnapshotPath)), sf.Digest, parse)
 	if err != nil {
 		return []string{"snapshot: " + err.Error()}
 	}
