@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/e2e/faultproxy"
+	"github.com/agentcapsule/capsule/internal/nodeproc"
 )
 
 // stepInterval paces the built-in runner of every node: fast enough that
@@ -41,7 +40,7 @@ type proc struct {
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
-	exited chan struct{} // closed when the current process has exited
+	exited <-chan struct{} // closed when the current process has exited
 	starts int
 }
 
@@ -159,13 +158,6 @@ func (c *cluster) wire() {
 	}
 }
 
-// nodeLine is the JSON line `capsule node` prints once it serves.
-type nodeLine struct {
-	Node   string `json:"node"`
-	Listen string `json:"listen"`
-	Socket string `json:"socket"`
-}
-
 // start runs the node process, unless it runs, and waits for its ready
 // line. A restart listens on the address of the first start.
 func (c *cluster) start(p *proc) error {
@@ -185,78 +177,21 @@ func (c *cluster) start(p *proc) error {
 }
 
 func (c *cluster) startOnce(p *proc) error {
-	logf, err := os.OpenFile(p.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
+	if logf, err := os.OpenFile(p.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+		fmt.Fprintf(logf, "=== start %d at %s\n", p.starts+1, time.Now().Format(time.RFC3339Nano))
+		logf.Close()
 	}
-	defer logf.Close()
-	fmt.Fprintf(logf, "=== start %d at %s\n", p.starts+1, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(capsuleBin, "node", "--data", p.dir, "--listen", p.listen, "--step-interval", stepInterval)
-	cmd.Stderr = logf
-	dieWithParent(cmd)
-	// An os.Pipe of our own, not StdoutPipe: Wait (in its own goroutine)
-	// must not close what we read.
-	stdout, w, err := os.Pipe()
+	np, err := nodeproc.Start(nodeproc.Config{Bin: capsuleBin, Data: p.dir, Listen: p.listen, ID: p.id, Log: p.log,
+		Args: []string{"--step-interval", stepInterval}, Wait: 15 * time.Second})
 	if err != nil {
-		return err
-	}
-	cmd.Stdout = w
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		stdout.Close()
-		return err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	line, err := readLine(stdout, exited, 15*time.Second)
-	if err != nil {
-		_ = cmd.Process.Kill()
-		<-exited
 		return fmt.Errorf("%s: start: %w\n%s", p.name, err, tail(p.log, 20))
 	}
-	var nl nodeLine
-	if err := json.Unmarshal([]byte(line), &nl); err != nil || nl.Node != p.id {
-		_ = cmd.Process.Kill()
-		<-exited
-		return fmt.Errorf("%s: ready line %q: want node %s (%v)", p.name, line, p.id, err)
-	}
 	p.mu.Lock()
-	p.cmd, p.exited, p.listen = cmd, exited, nl.Listen
+	p.cmd, p.exited, p.listen = np.Cmd, np.Exited, np.Listen
 	p.starts++
 	p.mu.Unlock()
 	return nil
 }
-
-// readLine reads the first line of r, unless the process exits or the
-// timeout passes first; the rest of r is drained in the background.
-func readLine(r interface{ Read([]byte) (int, error) }, exited <-chan struct{}, timeout time.Duration) (string, error) {
-	got := make(chan string, 1)
-	go func() {
-		br := bufio.NewReader(r)
-		line, _ := br.ReadString('\n')
-		got <- strings.TrimSpace(line)
-		_, _ = br.WriteTo(discard{}) // until the process exits
-		if c, ok := r.(interface{ Close() error }); ok {
-			c.Close()
-		}
-	}()
-	select {
-	case l := <-got:
-		if l == "" {
-			return "", errors.New("the node exited before it served")
-		}
-		return l, nil
-	case <-exited:
-		return "", errors.New("the node exited before it served")
-	case <-time.After(timeout):
-		return "", fmt.Errorf("no ready line within %v", timeout)
-	}
-}
-
-type discard struct{}
-
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
 
 // kill sends SIGKILL and waits for the process to be gone.
 func (c *cluster) kill(p *proc) {

@@ -32,12 +32,6 @@ var casSeq atomic.Uint64
 
 func (c cas) path(d digest.Digest) string { return filepath.Join(c.dir, d.Hex()) }
 
-// Has reports whether the blob is present with the expected size.
-func (c cas) Has(d digest.Digest, size int64) bool {
-	fi, err := c.fsys.Stat(c.path(d))
-	return err == nil && fi.Mode().IsRegular() && fi.Size() == size
-}
-
 // Put stores r under d, verifying the content hashes to d. The blob is
 // fsynced and renamed into place; the directory entry becomes durable at
 // the next Sync. It returns whether the blob was new and the bytes read.

@@ -101,7 +101,7 @@ func TestCASReceiveCrash(t *testing.T) {
 		}
 		c := cas{fsys: fsys, dir: dir}
 		for _, f := range frames {
-			if !c.Has(f.d, int64(len(f.data))) {
+			if !casHolds(c, f.d, int64(len(f.data))) {
 				t.Errorf("blob %s lost although the push completed", f.d.Short())
 			}
 		}

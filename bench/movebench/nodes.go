@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/e2e/faultproxy"
+	"github.com/agentcapsule/capsule/internal/nodeproc"
 	"github.com/agentcapsule/capsule/node"
 )
 
@@ -30,7 +29,7 @@ type proc struct {
 	id     string
 	listen string
 	cmd    *exec.Cmd
-	exited chan struct{}
+	exited <-chan struct{}
 	// In-process mode (-inprocess): the node runs in this process, logging
 	// at debug level (the timing of every action and request) to log.
 	n    *node.Node
@@ -121,55 +120,13 @@ func (pr *pair) start(p *proc) error {
 	if pr.inprocess {
 		return p.startInProcess()
 	}
-	logf, err := os.OpenFile(p.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	np, err := nodeproc.Start(nodeproc.Config{Bin: pr.bin, Data: p.dir, Listen: p.listen, ID: p.id, Log: p.log, Wait: 30 * time.Second})
 	if err != nil {
-		return err
+		return fmt.Errorf("node %s: %w; see %s", p.name, err, p.log)
 	}
-	defer logf.Close()
-	cmd := exec.Command(pr.bin, "node", "--data", p.dir, "--listen", p.listen)
-	cmd.Stderr = logf
-	dieWithParent(cmd)
-	stdout, w, err := os.Pipe() // not StdoutPipe: Wait must not close it under us
-	if err != nil {
-		return err
-	}
-	cmd.Stdout = w
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		stdout.Close()
-		return err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	line := make(chan string, 1)
-	go func() {
-		br := bufio.NewReader(stdout)
-		l, _ := br.ReadString('\n')
-		line <- l
-		_, _ = br.WriteTo(discard{})
-		stdout.Close()
-	}()
-	var ready struct{ Node, Listen string }
-	select {
-	case l := <-line:
-		if err := json.Unmarshal([]byte(l), &ready); err != nil || ready.Node != p.id {
-			_ = cmd.Process.Kill()
-			return fmt.Errorf("node %s: ready line %q", p.name, l)
-		}
-	case <-exited:
-		return fmt.Errorf("node %s exited at start; see %s", p.name, p.log)
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		return fmt.Errorf("node %s: no ready line in 30 s", p.name)
-	}
-	p.cmd, p.exited, p.listen = cmd, exited, ready.Listen
+	p.cmd, p.exited, p.listen = np.Cmd, np.Exited, np.Listen
 	return nil
 }
-
-type discard struct{}
-
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
 
 // startInProcess runs the node in this process, as `capsule node` would
 // (local API on DIR/node.sock), logging at debug level.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentcapsule/capsule/e2e/faultproxy"
+	"github.com/agentcapsule/capsule/internal/nodeproc"
 )
 
 // rsyncd is an rsync daemon on 127.0.0.1 with two writable modules:
@@ -53,7 +54,7 @@ func startRsyncd(root string) (*rsyncd, error) {
 		return nil, err
 	}
 	d.cmd = exec.Command("rsync", "--daemon", "--no-detach", "--config="+conf, "--address=127.0.0.1", "--port="+strconv.Itoa(port))
-	dieWithParent(d.cmd)
+	nodeproc.DieWithParent(d.cmd)
 	if err := d.cmd.Start(); err != nil {
 		return nil, err
 	}
