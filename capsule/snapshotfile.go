@@ -59,14 +59,17 @@ func ParseSnapshot(b []byte) (*Snapshot, error) {
 	if int64(len(b)) > MaxSnapshotSize {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrBadSnapshot, len(b), MaxSnapshotSize)
 	}
-	s := &Snapshot{}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(s); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrBadSnapshot, jsonErrorAt(b, err))
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: extra data after the JSON object", ErrBadSnapshot)
+	s, ok := decodeSnapshotFast(b)
+	if !ok {
+		s = &Snapshot{}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(s); err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrBadSnapshot, jsonErrorAt(b, err))
+		}
+		if dec.More() {
+			return nil, fmt.Errorf("%w: extra data after the JSON object", ErrBadSnapshot)
+		}
 	}
 	if s.Entries == nil {
 		return nil, fmt.Errorf("%w: entries is missing or null (an empty snapshot has \"entries\": [])", ErrBadSnapshot)
@@ -223,24 +226,19 @@ func (s *Snapshot) Marshal() ([]byte, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "{\"version\": %d, \"entries\": [", c.Version)
+	b := make([]byte, 0, 64+len(c.Entries)*160)
+	b = fmt.Appendf(b, "{\"version\": %d, \"entries\": [", c.Version)
 	for i, e := range c.Entries {
-		line, err := json.Marshal(e)
-		if err != nil {
-			return nil, fmt.Errorf("marshal snapshot: %w", err)
-		}
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString("\n  ")
-		b.Write(line)
+		b = append(b, "\n  "...)
+		b = appendEntry(b, e)
 	}
 	if len(c.Entries) > 0 {
-		b.WriteByte('\n')
+		b = append(b, '\n')
 	}
-	b.WriteString("]}\n")
-	return b.Bytes(), nil
+	return append(b, "]}\n"...), nil
 }
 
 // Blobs returns each blob the snapshot references with its size.

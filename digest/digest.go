@@ -68,13 +68,22 @@ func IsHex(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+		if !lowerHex[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// lowerHex marks the bytes IsHex accepts (a table: snapshot.json of a
+// large workspace checks tens of thousands of digits while a move is
+// frozen).
+var lowerHex = func() (t [256]bool) {
+	for _, c := range "0123456789abcdef" {
+		t[c] = true
+	}
+	return t
+}()
 
 // Hex returns the 64 hex digits of d, the form used as a blob's file name.
 func (d Digest) Hex() string { return strings.TrimPrefix(string(d), prefix) }

@@ -236,12 +236,16 @@ func ValidPath(p string) error {
 	case strings.HasPrefix(p, "/"):
 		return fmt.Errorf("path %q is absolute", clip(p))
 	}
-	for _, c := range strings.Split(p, "/") {
+	for rest := p; ; {
+		c, tail, more := strings.Cut(rest, "/")
 		if c == "" || c == "." || c == ".." {
 			return fmt.Errorf("path %q has an empty, \".\" or \"..\" component", clip(p))
 		}
+		if !more {
+			return nil
+		}
+		rest = tail
 	}
-	return nil
 }
 
 // crockford is the ULID alphabet.

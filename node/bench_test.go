@@ -358,6 +358,11 @@ type countingFS struct {
 	log *syncLog
 }
 
+// ReadDirStat passes the one-pass listing through (vfs.DirStater).
+func (c countingFS) ReadDirStat(name string) ([]fs.FileInfo, error) {
+	return vfs.ReadDirStat(c.FS, name)
+}
+
 func (c countingFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
 	f, err := c.FS.OpenFile(name, flag, perm)
 	if err != nil {

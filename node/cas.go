@@ -154,7 +154,10 @@ func (p *pendingBlob) finish() error {
 func (p *pendingBlob) finishFresh(fresh string) error {
 	err := p.writeOut()
 	if err == nil {
-		err = vfs.MkdirAllDurable(p.c.fsys, fresh, 0o700)
+		// Not durable: the staging batch syncs the agent's folder after
+		// the fresh folder moves into the staging, and a node that starts
+		// removes a fresh folder it finds.
+		err = p.c.fsys.MkdirAll(fresh, 0o700)
 	}
 	name := filepath.Join(fresh, p.d.Hex())
 	if err == nil {

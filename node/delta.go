@@ -57,6 +57,11 @@ const maxFileDelta = 8 << 20
 // whole there.
 const maxFrozenFileDelta = 256 << 10
 
+// minFrozenDelta is the smallest blob sent as a delta inside the frozen
+// window: setting up a zstd encoder with a dictionary takes about half a
+// millisecond, more than sending a few KiB whole.
+const minFrozenDelta = 4 << 10
+
 // maxBases is how many recent layout files per kind a node keeps per
 // agent as delta bases.
 const maxBases = 3
@@ -560,15 +565,20 @@ func (mr *moveRun) planDeltas(a *agent, blobs []transfer.Blob, guess bool) delta
 	if off {
 		return p
 	}
+	mr.mu.Lock()
+	known := maps.Clone(mr.wire.atPeer)
+	refused := maps.Clone(mr.wire.refused)
+	fileMax, minSize := int64(maxFileDelta), int64(0)
+	if !mr.frozenAt.IsZero() {
+		fileMax, minSize = maxFrozenFileDelta, minFrozenDelta
+	}
+	mr.mu.Unlock()
 	for _, b := range blobs {
+		if b.Size < minSize {
+			continue
+		}
 		mr.mu.Lock()
 		kind, data := mr.wire.kinds[b.Digest], mr.src.mem[b.Digest]
-		known := maps.Clone(mr.wire.atPeer)
-		refused := maps.Clone(mr.wire.refused)
-		fileMax := int64(maxFileDelta)
-		if !mr.frozenAt.IsZero() {
-			fileMax = maxFrozenFileDelta
-		}
 		mr.mu.Unlock()
 		var base base
 		var guessed, ok bool

@@ -176,7 +176,6 @@ func recordWork(fsys vfs.FS, dir string, cache *statCache, now func() time.Time)
 type walkedFile struct {
 	entry capsule.Entry
 	key   statKey
-	de    fs.DirEntry // set by walk until hash stats the file
 }
 
 type workWalker struct {
@@ -185,35 +184,87 @@ type workWalker struct {
 	ign   *ignore.GitIgnore
 	files []walkedFile
 	dirs  []string
+	sem   chan struct{} // a token per walkDir running on its own goroutine
 }
 
+// walk records the directory rel and everything below it: each
+// directory is listed with its entries' stats in one pass
+// (vfs.ReadDirStat: on Linux an fstatat per entry, relative to the open
+// directory), and subdirectories are walked concurrently while a worker
+// is free (the stats are most of a large workspace's record). Directories
+// come out parents first, in depth-first order (entries relies on it);
+// files in no particular order (entries sorts).
 func (w *workWalker) walk(rel string) error {
-	ents, err := w.fsys.ReadDir(filepath.Join(w.root, filepath.FromSlash(rel)))
+	w.sem = make(chan struct{}, walkWorkers-1)
+	files, dirs, err := w.walkDir(rel)
+	w.files, w.dirs = files, dirs
+	return err
+}
+
+// walkWorkers bounds the directories listed at once.
+const walkWorkers = 4
+
+func (w *workWalker) walkDir(rel string) ([]walkedFile, []string, error) {
+	ents, err := vfs.ReadDirStat(w.fsys, filepath.Join(w.root, filepath.FromSlash(rel)))
 	if err != nil {
-		return fmt.Errorf("record workspace: %w", err)
+		return nil, nil, fmt.Errorf("record workspace: %w", err)
 	}
-	for _, e := range ents {
-		p := path.Join(rel, e.Name())
+	var files []walkedFile
+	var dirs []string
+	type sub struct {
+		path  string
+		files []walkedFile
+		dirs  []string
+		err   error
+		done  chan struct{}
+	}
+	var subs []*sub
+	for _, fi := range ents {
+		p := path.Join(rel, fi.Name())
 		if manifest.ValidPath(p) != nil {
 			continue // BuildSnapshot skips it too, with a warning
 		}
-		if w.ignored(p, e.IsDir()) {
+		if w.ignored(p, fi.IsDir()) {
 			continue
 		}
-		switch t := e.Type(); {
-		case t.IsDir():
-			w.dirs = append(w.dirs, p)
-			if err := w.walk(p); err != nil {
-				return err
+		switch m := fi.Mode(); {
+		case m.IsDir():
+			sb := &sub{path: p, done: make(chan struct{})}
+			subs = append(subs, sb)
+			select {
+			case w.sem <- struct{}{}:
+				go func() {
+					defer func() { <-w.sem; close(sb.done) }()
+					sb.files, sb.dirs, sb.err = w.walkDir(p)
+				}()
+			default:
+				sb.files, sb.dirs, sb.err = w.walkDir(p)
+				close(sb.done)
 			}
-		case t.IsRegular():
-			// Stat later, concurrently, with the hashing (hash).
-			w.files = append(w.files, walkedFile{entry: capsule.Entry{Path: p, Type: capsule.TypeFile}, de: e})
+		case m.IsRegular():
+			e := capsule.Entry{Path: p, Type: capsule.TypeFile, Exec: m&0o111 != 0}
+			files = append(files, walkedFile{entry: e, key: keyOf(fi)})
 		default:
-			return errSlowPath
+			err = errSlowPath
+		}
+		if err != nil {
+			break
 		}
 	}
-	return nil
+	errs := []error{err}
+	for _, sb := range subs {
+		<-sb.done
+		files = append(files, sb.files...)
+		dirs = append(append(dirs, sb.path), sb.dirs...)
+		errs = append(errs, sb.err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		if errors.Is(err, errSlowPath) {
+			return nil, nil, errSlowPath
+		}
+		return nil, nil, err
+	}
+	return files, dirs, nil
 }
 
 func (w *workWalker) ignored(p string, dir bool) bool {
@@ -226,16 +277,6 @@ func (w *workWalker) ignored(p string, dir bool) bool {
 // hash fills f's blob and size, from the cache when it can vouch for the
 // file.
 func (w *workWalker) hash(f *walkedFile, cache *statCache, now func() time.Time) error {
-	if f.de != nil {
-		fi, err := f.de.Info()
-		if err != nil {
-			return err
-		}
-		if !fi.Mode().IsRegular() {
-			return errSlowPath // replaced by something else since the walk
-		}
-		f.entry.Exec, f.key, f.de = fi.Mode()&0o111 != 0, keyOf(fi), nil
-	}
 	if d, ok := cache.lookup(f.entry.Path, f.key); ok {
 		f.entry.Blob, f.entry.Size = d, f.key.size
 		return nil

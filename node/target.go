@@ -182,7 +182,7 @@ func (n *Node) Push(ctx context.Context, from string, req api.PushRequest, s *ap
 	if held && req.Call != string(transfer.MsgHave) && req.Call != string(transfer.MsgOffer) {
 		return api.PushReply{}, fmt.Errorf("%w: this node holds agent %s", api.ErrConflict, req.Agent)
 	}
-	p := &pushState{a: a, from: from, puts: newFinisher()}
+	p := &pushState{a: a, from: from, call: req.Call, puts: newFinisher()}
 	if req.Call == string(transfer.MsgPrepare) {
 		p.fresh = a.path(freshDir)
 	}
@@ -223,6 +223,7 @@ func (n *Node) Push(ctx context.Context, from string, req api.PushRequest, s *ap
 type pushState struct {
 	a       *agent
 	from    string
+	call    string // the request's call: push, have, offer or prepare
 	rep     api.PushReply
 	puts    *finisher
 	message bool   // a message frame arrived
@@ -268,6 +269,15 @@ func (n *Node) pushFrame(ctx context.Context, p *pushState, f api.Frame, r io.Re
 			return err
 		}
 		p.rep.Journal += k
+		if p.call == string(transfer.MsgOffer) {
+			// The offer's tail ends the journal of the move it offers: the
+			// render its prepare needs starts now, while the offer's
+			// message is still on its way (render.go; a refused offer only
+			// wastes the render).
+			a.mu.Lock()
+			a.renderAhead()
+			a.mu.Unlock()
+		}
 	case api.FrameMessage:
 		p.message = true
 		return n.deliverMessage(ctx, p, r)

@@ -3,7 +3,6 @@ package vfs
 import (
 	"io/fs"
 	"os"
-	"sort"
 	"syscall"
 )
 
@@ -55,9 +54,7 @@ func (OS) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAll(nam
 
 // ReadDir implements FS.
 func (OS) ReadDir(name string) ([]fs.DirEntry, error) {
-	ents, err := os.ReadDir(name)
-	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
-	return ents, err
+	return os.ReadDir(name) // sorted by name
 }
 
 // Stat implements FS.
