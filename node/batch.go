@@ -65,12 +65,13 @@ func (b *syncBatch) writeAtomic(fsys vfs.FS, name string, data []byte, perm fs.F
 }
 
 // renameAfterSync notes a file written unsynced: flush syncs it, then
-// renames it to name and syncs both directories.
+// renames it to name and syncs name's directory. The directory it leaves
+// is not synced: the caller removes that directory whole, after a crash
+// too, so an old entry left in it after a crash is never read.
 func (b *syncBatch) renameAfterSync(tmp, name string) {
 	b.files = append(b.files, tmp)
 	b.renames = append(b.renames, [2]string{tmp, name})
 	b.dir(filepath.Dir(name))
-	b.dir(filepath.Dir(tmp))
 }
 
 // writeNew creates name (which must not exist) holding data, unsynced.

@@ -164,6 +164,9 @@ func TestTargetDiskFull(t *testing.T) {
 		{"cas full", casDir, []vfs.Op{vfs.OpWrite, vfs.OpCreate}, vfs.ErrNoSpace},
 		{"staging full", stagingDir, []vfs.Op{vfs.OpWrite, vfs.OpCreate}, vfs.ErrNoSpace},
 		{"holder record full", vfs.TempPrefix + HolderFile + "*", []vfs.Op{vfs.OpWrite, vfs.OpCreate}, vfs.ErrNoSpace},
+		// The promise creates the log; PREPARED is the first append.
+		{"holder record append full", HolderFile, []vfs.Op{vfs.OpWrite}, vfs.ErrNoSpace},
+		{"holder record append EIO", HolderFile, []vfs.Op{vfs.OpSync}, vfs.ErrIO},
 		{"staging fsync EIO", stagingDir, []vfs.Op{vfs.OpSync}, vfs.ErrIO},
 	}
 	for _, c := range cases {
@@ -335,7 +338,11 @@ func TestTamperedHolderRecordFailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(path, bytes.Replace(b, []byte(`"epoch": 1`), []byte(`"epoch": 7`), 1), 0o600)
+	tampered := bytes.Replace(b, []byte(`"epoch":1,`), []byte(`"epoch":7,`), 1)
+	if bytes.Equal(tampered, b) {
+		t.Fatalf("no epoch 1 in the holder record:\n%s", b)
+	}
+	os.WriteFile(path, tampered, 0o600)
 	n2 := newNode(t, dir, nodeOpts{})
 	time.Sleep(50 * time.Millisecond)
 	st, err := n2.Agent(t.Context(), id)

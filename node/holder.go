@@ -1,12 +1,16 @@
 package node
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/transfer"
@@ -14,17 +18,39 @@ import (
 )
 
 // Files of an agent's folder (DATA/agents/<agentID>/) that hold the move
-// protocol's durable records, each signed with the node key.
+// protocol's durable records, each signed with the node key. Each is a
+// record log: one signed record per line (compact JSON), the newest last;
+// only the newest counts. A record is appended and the file synced, one
+// fsync where a replaced file costs two (the file, then its directory),
+// and most records are written while an agent is frozen. A log that grew
+// past maxRecordLog, that does not exist yet, or whose last line was cut
+// by a crash is rewritten whole instead, atomically.
 const (
-	// HolderFile holds the newest record of the agent's transfer.Target on
-	// this node: the highest epoch seen and the epoch this node holds the
-	// agent at. It is the holder record: the node runs the agent only when
-	// it verifies and grants an epoch.
-	HolderFile = "holder.json"
-	// SourceFile holds the newest record of this node's latest move of the
-	// agent (its transfer.Source).
-	SourceFile = "source.json"
+	// HolderFile holds the records of the agent's transfer.Target on this
+	// node: the highest epoch seen and the epoch this node holds the agent
+	// at. Its newest record is the holder record: the node runs the agent
+	// only when it verifies and grants an epoch.
+	HolderFile = "holder.jsonl"
+	// SourceFile holds the records of this node's latest move of the agent
+	// (its transfer.Source).
+	SourceFile = "source.jsonl"
 )
+
+// Releases before the record logs kept the newest record alone, indented,
+// in holder.json and source.json. A node reads such a file while the log
+// beside it does not exist, and removes it once the log does.
+const legacySuffix = ".json"
+
+func legacyPath(logPath string) string {
+	return strings.TrimSuffix(logPath, filepath.Ext(logPath)) + legacySuffix
+}
+
+// maxRecordLog is the size past which a record log is rewritten with its
+// newest record alone (about 64 records).
+const maxRecordLog = 64 << 10
+
+// maxRecordFile bounds what is read of a record log or legacy file.
+const maxRecordFile = 4 << 20
 
 // Errors of records. A node fails closed on every one of them: it does not
 // run the agent.
@@ -96,23 +122,97 @@ func (r SignedRecord) Verify() error {
 	return nil
 }
 
-// saveRecord writes r atomically and durably to path.
+// saveRecord makes r durable as the newest record of the log at path:
+// appended and synced, or the log rewritten atomically with r alone (see
+// HolderFile). When an append fails the log is cut back to where it
+// ended, so that the record the caller treats as not written is not read
+// back either.
 func saveRecord(fsys vfs.FS, path string, r SignedRecord) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+	line, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	if err := vfs.WriteFile(fsys, path, append(b, '\n'), 0o600); err != nil {
+	line = append(line, '\n')
+	appended, err := appendRecord(fsys, path, line)
+	if err != nil {
 		return fmt.Errorf("save record: %w", err)
+	}
+	if appended {
+		return nil
+	}
+	if err := vfs.WriteFile(fsys, path, line, 0o600); err != nil {
+		return fmt.Errorf("save record: %w", err)
+	}
+	legacy := legacyPath(path)
+	if _, err := fsys.Lstat(legacy); err == nil {
+		if err := fsys.Remove(legacy); err != nil {
+			return fmt.Errorf("save record: %w", err)
+		}
+		if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
+			return fmt.Errorf("save record: %w", err)
+		}
 	}
 	return nil
 }
 
-// loadRecord reads and verifies the record at path and checks that self
-// wrote it for agent. A missing file wraps ErrNoHolder; anything else wrong
-// wraps ErrHolderInvalid.
+// appendRecord appends line to the log at path and syncs it, reporting
+// false (and writing nothing) when the log must be rewritten instead: it
+// does not exist, is too large, or does not end with a whole line.
+func appendRecord(fsys vfs.FS, path string, line []byte) (bool, error) {
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	end := fi.Size()
+	if end == 0 || end+int64(len(line)) > maxRecordLog {
+		return false, nil
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, end-1); err != nil {
+		return false, err
+	}
+	if last[0] != '\n' {
+		return false, nil // a crash cut the last append
+	}
+	_, err = f.Write(line)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		_ = f.Truncate(end)
+		_ = f.Sync()
+		return false, err
+	}
+	return true, nil
+}
+
+// loadRecord reads the newest record of the log at path (or, where there
+// is no log yet, the legacy file beside it), verifies it and checks that
+// self wrote it for agent. No log and no legacy file wraps ErrNoHolder;
+// anything else wrong wraps ErrHolderInvalid. A last line that a crash
+// cut short (no final newline) is not a record: the one before it is the
+// newest.
 func loadRecord(fsys vfs.FS, path string, self ID, agent string) (SignedRecord, error) {
-	b, err := vfs.ReadFile(fsys, path)
+	b, err := readRecordFile(fsys, path)
+	name := path
+	if errors.Is(err, fs.ErrNotExist) {
+		name = legacyPath(path)
+		b, err = readRecordFile(fsys, name)
+	} else if err == nil {
+		end := bytes.LastIndexByte(b, '\n')
+		if end < 0 {
+			return SignedRecord{}, fmt.Errorf("%w: %s holds no whole record", ErrHolderInvalid, path)
+		}
+		b = b[bytes.LastIndexByte(b[:end], '\n')+1 : end]
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return SignedRecord{}, fmt.Errorf("%w: %s", ErrNoHolder, path)
 	}
@@ -121,18 +221,31 @@ func loadRecord(fsys vfs.FS, path string, self ID, agent string) (SignedRecord, 
 	}
 	var r SignedRecord
 	if err := json.Unmarshal(b, &r); err != nil {
-		return SignedRecord{}, fmt.Errorf("%w: %s: %v", ErrHolderInvalid, path, err)
+		return SignedRecord{}, fmt.Errorf("%w: %s: %v", ErrHolderInvalid, name, err)
 	}
 	if err := r.Verify(); err != nil {
-		return SignedRecord{}, fmt.Errorf("%s: %w", path, err)
+		return SignedRecord{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if r.Node != self {
-		return SignedRecord{}, fmt.Errorf("%w: %s was written by %s, this node is %s", ErrHolderInvalid, path, r.Node, self)
+		return SignedRecord{}, fmt.Errorf("%w: %s was written by %s, this node is %s", ErrHolderInvalid, name, r.Node, self)
 	}
 	if r.Agent != agent {
-		return SignedRecord{}, fmt.Errorf("%w: %s names agent %s, expected %s", ErrHolderInvalid, path, r.Agent, agent)
+		return SignedRecord{}, fmt.Errorf("%w: %s names agent %s, expected %s", ErrHolderInvalid, name, r.Agent, agent)
 	}
 	return r, nil
+}
+
+// readRecordFile reads a record log or legacy file of at most
+// maxRecordFile bytes.
+func readRecordFile(fsys vfs.FS, path string) ([]byte, error) {
+	fi, err := fsys.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > maxRecordFile {
+		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrHolderInvalid, path, fi.Size(), maxRecordFile)
+	}
+	return vfs.ReadFile(fsys, path)
 }
 
 // LoadTarget rebuilds the agent's transfer.Target from the holder record

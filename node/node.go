@@ -20,8 +20,8 @@
 //	secrets.json             secret values by name (optional, must be 0600)
 //	node.sock                the local API socket (0600)
 //	agents/<agentID>/
-//	  holder.json            signed newest transfer.Target record: the holder record
-//	  source.json            signed newest transfer.Source record of the latest move
+//	  holder.jsonl           log of signed transfer.Target records, newest last: the holder record
+//	  source.jsonl           log of signed transfer.Source records of the latest move
 //	  agent.json             name, and whether the operator wants it running
 //	  capsule/               the capsule folder, while this node holds the agent
 //	  work/                  the workspace the runner changes

@@ -259,7 +259,10 @@ func (a *agent) stageFresh(in *inMove) error {
 		return err
 	}
 	in.batch.dir(a.dir)
-	in.batch.created(in.fresh)
+	// Neither the fresh folder's new place nor its entries are synced:
+	// each blob in it is synced and renamed into the staged blob folder,
+	// which is, and the staging is removed whole if the move does not
+	// complete (and fresh/ when a node starts).
 	names, err := blobNames(fsys, in.fresh)
 	if err != nil {
 		return err
