@@ -186,11 +186,21 @@ func (p *pendingBlob) writeOut() error {
 		return err
 	}
 	_, err = f.Write(*p.data)
+	if err == nil && len(*p.data) >= writebackMin {
+		// A blob of a prepare is synced later, in its staging's batch:
+		// its bytes go to the disk meanwhile (advisory; the sync reports
+		// failures).
+		_ = vfs.StartWriteback(f)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
+
+// writebackMin is the smallest blob held in memory whose writeback starts
+// as soon as it is written.
+const writebackMin = 64 << 10
 
 // fill writes r to the new file tmp, verifying it hashes to d.
 func (c cas) fill(tmp string, d digest.Digest, r io.Reader) (int64, error) {
