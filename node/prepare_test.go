@@ -266,3 +266,60 @@ func checkoutCapsule(fsys vfs.FS, capDir, workDir string) error {
 	_, err = c.Checkout(workDir, capsule.CheckoutConfig{FS: fsys, Durable: true})
 	return err
 }
+
+// TestShadowBlobLostFromStore removes from the target's CAS store, after
+// pre-copy, a blob its shadow references. The offer's want list trusts the
+// shadow and may leave it out: then the move's verify must refuse the
+// staging (rolled back naming the blob, the agent runs on the source), and
+// the next attempt, with no shadow left to trust, must commit. Either way
+// the holder's capsule verifies.
+func TestShadowBlobLostFromStore(t *testing.T) {
+	opts := nodeOpts{runner: quietRunner{}}
+	cl := newCluster(t, opts, opts)
+	a, b := cl.nodes[0], cl.nodes[1]
+	id := createAgent(t, a, writeTestWorkspace(t, false))
+	removed := ""
+	a.hooks.beforeFreeze = func(agent string) {
+		if removed != "" {
+			return
+		}
+		bag, err := b.getAgent(agent)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		bag.mu.Lock()
+		defer bag.mu.Unlock()
+		if bag.shadow == nil {
+			t.Error("no shadow on the target after pre-copy")
+			return
+		}
+		for _, e := range bag.shadow.snap.Entries {
+			if e.Type == capsule.TypeFile {
+				removed = e.Blob.Short()
+				if err := b.fsys.Remove(bag.cas().path(e.Blob)); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+		}
+	}
+	res := move(t, a, b, id)
+	if removed == "" {
+		t.Fatal("no blob was removed")
+	}
+	switch {
+	case res.Outcome == api.OutcomeRolledBack && strings.Contains(res.Reason, removed):
+		waitSteps(t, a, id, 2)
+		waitNoStaging(t, cl, a, id)
+		if res := move(t, a, b, id); res.Outcome != api.OutcomeCommitted {
+			t.Fatalf("second move: %+v", res)
+		}
+	case res.Outcome != api.OutcomeCommitted:
+		t.Fatalf("move with %s lost from the target's store: %+v", removed, res)
+	}
+	ag, _ := b.getAgent(id)
+	if probs := verifyCapsule(b.fsys, ag.capsule()); len(probs) > 0 {
+		t.Errorf("target capsule: %v", probs)
+	}
+}

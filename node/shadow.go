@@ -65,6 +65,7 @@ func (a *agent) loadShadow() (*shadowState, *capsule.Snapshot) {
 type shadowMem struct {
 	state *shadowState
 	snap  *capsule.Snapshot
+	blobs map[digest.Digest]bool // what state and snap reference, built on first use
 }
 
 // dropShadow removes the shadow (it is cache).

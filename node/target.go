@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/transfer"
@@ -144,22 +145,66 @@ func (a *agent) targetAction(act transfer.Action) (transfer.Input, bool) {
 }
 
 // missing returns the digests of blobs absent from the agent's CAS store.
-// The store is listed once (one directory read, not a stat per blob): a
-// name in it always holds the bytes its digest commits to.
+// Blobs the shadow references are in the store (each
+// pre-copy push syncs the store before it updates the shadow, and only a
+// move's verify, which consumes the shadow, takes blobs out): only the
+// others are looked up, one stat each, or with one directory read when
+// they are many (a name in the store always holds the bytes its digest
+// commits to). A blob wrongly taken as present costs availability only:
+// the move's verify reads the staged blob folder and refuses it.
 func (a *agent) missing(blobs []transfer.Blob) []digest.Digest {
-	present, err := blobNames(a.n.fsys, a.cas().dir)
-	if err != nil {
-		present = nil // no store yet (or unreadable): every blob is wanted
-	}
-	var out []digest.Digest
-	seen := map[digest.Digest]bool{}
+	known := a.shadowBlobs()
+	var out, unknown []digest.Digest
+	seen := make(map[digest.Digest]bool, len(blobs))
 	for _, b := range blobs {
-		if !seen[b.Digest] && !present[b.Digest.Hex()] {
-			out = append(out, b.Digest)
+		if !seen[b.Digest] && !known[b.Digest] {
+			unknown = append(unknown, b.Digest)
 		}
 		seen[b.Digest] = true
 	}
+	if len(unknown) > maxMissingStats {
+		present, err := blobNames(a.n.fsys, a.cas().dir)
+		if err != nil {
+			present = nil // no store yet (or unreadable): every blob is wanted
+		}
+		for _, d := range unknown {
+			if !present[d.Hex()] {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	for _, d := range unknown {
+		if fi, err := a.n.fsys.Lstat(a.cas().path(d)); err != nil || !fi.Mode().IsRegular() {
+			out = append(out, d)
+		}
+	}
 	return out
+}
+
+// maxMissingStats is how many blobs missing looks up one by one before it
+// reads the whole store's directory instead.
+const maxMissingStats = 64
+
+// shadowBlobs returns the blobs and layout files of the shadow this
+// process built or loaded, or nil. Caller holds a.mu.
+func (a *agent) shadowBlobs() map[digest.Digest]bool {
+	sh := a.shadow
+	if sh == nil {
+		return nil
+	}
+	if sh.blobs == nil {
+		sh.blobs = make(map[digest.Digest]bool, len(sh.snap.Entries)+len(sh.state.Files))
+		for _, e := range sh.snap.Entries {
+			if e.Type == capsule.TypeFile {
+				sh.blobs[e.Blob] = true
+			}
+		}
+		for _, d := range sh.state.Files {
+			sh.blobs[d] = true
+		}
+	}
+	return sh.blobs
 }
 
 // Push implements api.PeerService: it stores a push stream's blobs in the
