@@ -525,10 +525,18 @@ func (a *agent) promote(act transfer.Action) error {
 			return err
 		}
 	}
-	if err := fsys.SyncDir(a.dir); err != nil {
-		return err
+	// The renames become durable while the move is journaled (the two
+	// syncs overlap); the agent starts only once both are done, and the
+	// staging's leftovers go only after the renames are durable.
+	synced := make(chan error, 1)
+	go func() { synced <- fsys.SyncDir(a.dir) }()
+	renamed := func() error {
+		if err := <-synced; err != nil {
+			return err
+		}
+		_ = fsys.RemoveAll(a.staging(act.Move))
+		return nil
 	}
-	_ = fsys.RemoveAll(a.staging(act.Move))
 	a.dropIncoming()
 	a.cache.forget()
 	a.attach = attachIndex{} // a new journal file: indexed afresh
@@ -546,13 +554,13 @@ func (a *agent) promote(act transfer.Action) error {
 		a.meta.Name = m.Agent.Name
 	}
 	if err := a.saveMetaIfChanged(); err != nil {
-		return err
+		return errors.Join(err, renamed())
 	}
 	if a.log != nil {
 		_ = a.log.Close()
 	}
 	a.log = staged // the journal file moved with its folder; the open file is the same
-	return a.startAfterMove(act, source, snap)
+	return a.startAfterMove(act, source, snap, renamed)
 }
 
 // saveMetaIfChanged writes agent.json unless it already says a.meta.
@@ -564,20 +572,21 @@ func (a *agent) saveMetaIfChanged() error {
 	return a.saveMeta()
 }
 
-func (a *agent) startAfterMove(act transfer.Action, source string, snap *capsule.Snapshot) error {
+func (a *agent) startAfterMove(act transfer.Action, source string, snap *capsule.Snapshot, renamed func() error) error {
 	if source == "" {
 		source = a.lastMoveSource()
 	}
 	if _, ok := a.mayRun(); !ok {
-		return fmt.Errorf("%w: %s (%s)", ErrNotHeld, a.id, a.why())
+		return errors.Join(fmt.Errorf("%w: %s (%s)", ErrNotHeld, a.id, a.why()), renamed())
 	}
 	if err := a.openLog(act.Epoch); err != nil {
-		return err
+		return errors.Join(err, renamed())
 	}
 	// The move and the new epoch are journaled together: one fsync.
 	kinds := []journal.Kind{journal.KindMoved, journal.KindEpoch}
 	bodies := []any{journal.Moved{From: source, To: string(a.n.id), Epoch: act.Epoch}, journal.EpochStart{Epoch: act.Epoch, Holder: string(a.n.id)}}
-	if err := a.log.AppendAll(act.Epoch, a.n.wallTime(), kinds, bodies); err != nil {
+	err := a.log.AppendAll(act.Epoch, a.n.wallTime(), kinds, bodies)
+	if err = errors.Join(err, renamed()); err != nil {
 		return err
 	}
 	started := a.n.clock.Now() // before the runner touches the workspace
