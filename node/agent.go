@@ -63,6 +63,7 @@ type agent struct {
 	shadow  *shadowMem   // shadow.json and its snapshot, in memory
 	ahead   *aheadRender // the journal copy's render, started ahead of the prepare
 	snaps   snapMemo     // the snapshot.json parsed last (target side)
+	snapPre snapAhead    // a snapshot.json of a push being parsed in the background
 	attach  attachIndex  // attachments of the journal (source side)
 	incAtt  attachIndex  // attachments of the journal copy (target side)
 	wire    wireState    // delta bases and the last inventory by manifest (delta.go)

@@ -228,9 +228,16 @@ func (a *agent) receiveDelta(f api.Frame, r io.Reader) (*pendingBlob, error) {
 	if err != nil {
 		return nil, err
 	}
+	if bytes.HasPrefix(data, snapshotPrefix) {
+		a.snapPre.start(f.Digest, data) // the offer's inventory needs it parsed
+	}
 	pb, _, err := a.cas().write(f.Digest, bytes.NewReader(data))
 	return pb, err
 }
+
+// snapshotPrefix is how snapshot.json begins as capsule.Snapshot.Marshal
+// writes it.
+var snapshotPrefix = []byte(`{"version": `)
 
 // deltaBase returns the verified bytes of blob d to decode a delta with.
 func (a *agent) deltaBase(d digest.Digest) ([]byte, error) {
