@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -85,18 +86,31 @@ func (t *blobTrust) has(fi fs.FileInfo, d digest.Digest) bool {
 // starts the writeback of dst: dst is not synced, but the sync that must
 // follow finds its bytes on their way to the disk.
 func copyVerified(fsys vfs.FS, src, dst string, want digest.Digest, size int64, perm fs.FileMode) error {
+	_, err := copyOver(fsys, src, dst, want, size, perm, false)
+	return err
+}
+
+// copyOver is copyVerified that, when over is set and dst is a file of its
+// own (a regular file with one link), writes over dst in place rather than
+// creating it, reporting whether it did: creating a file costs far more
+// than truncating one on some file systems (about 1 ms against 30 µs on
+// this project's test machine), and a file written over leaves its
+// directory unchanged. Only for folders nothing trusts until a sync that
+// follows (a move's staging, a shadow whose shadow.json is gone): a crash
+// before that sync may leave dst holding anything.
+func copyOver(fsys vfs.FS, src, dst string, want digest.Digest, size int64, perm fs.FileMode, over bool) (bool, error) {
 	in, err := fsys.Open(src)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer in.Close()
 	fi, err := in.Stat()
 	if err != nil {
-		return err
+		return false, err
 	}
-	out, err := fsys.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	out, replaced, err := openOver(fsys, dst, perm, over)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if verifiedBlobs.has(fi, want) {
 		err = copyKnown(out, in, size)
@@ -118,7 +132,55 @@ func copyVerified(fsys vfs.FS, src, dst string, want digest.Digest, size int64, 
 	if err != nil {
 		_ = fsys.Remove(dst)
 	}
-	return err
+	return replaced, err
+}
+
+// openOver opens dst for writing from its start. When over is set, a dst
+// that is a regular file with one link is opened in place (replaced), and
+// anything else there is removed first; otherwise dst must not exist.
+func openOver(fsys vfs.FS, dst string, perm fs.FileMode, over bool) (vfs.File, bool, error) {
+	if over && ownFile(fsys, dst) {
+		f, err := fsys.OpenFile(dst, os.O_WRONLY|os.O_TRUNC, perm)
+		return f, err == nil, err
+	}
+	if over {
+		if err := fsys.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, false, err
+		}
+	}
+	f, err := fsys.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	return f, false, err
+}
+
+// writeOver writes data to name, in place when name is a file of its own
+// (see copyOver), else as a new file (replacing whatever was there),
+// unsynced. It reports whether it wrote in place.
+func writeOver(fsys vfs.FS, name string, data []byte, perm fs.FileMode) (bool, error) {
+	f, replaced, err := openOver(fsys, name, perm, true)
+	if err != nil {
+		return false, err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Chmod(name, perm)
+	}
+	if err != nil {
+		_ = fsys.Remove(name)
+	}
+	return replaced, err
+}
+
+// ownFile reports whether name is a regular file with exactly one link,
+// as far as the file system says (vfs.Mem does not: never).
+func ownFile(fsys vfs.FS, name string) bool {
+	fi, err := fsys.Lstat(name)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	return linkCount(fi) == 1
 }
 
 // copyKnown copies a blob whose content is known to be right: io.Copy

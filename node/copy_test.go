@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -258,4 +259,72 @@ func (r iotestErr) Read([]byte) (int, error) { return 0, r.err }
 func casHolds(c cas, d digest.Digest, size int64) bool {
 	fi, err := c.fsys.Stat(c.path(d))
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == size
+}
+
+// TestApplyDeltaWritesOverInPlace: a changed file of its own is written
+// over in place (same inode, new bytes and mode, its directory not noted
+// for a sync), while a changed file that shares its inode with another
+// link is replaced, leaving the other link's bytes alone.
+func TestApplyDeltaWritesOverInPlace(t *testing.T) {
+	root := t.TempDir()
+	blobs, work := filepath.Join(root, "blobs"), filepath.Join(root, "work")
+	for _, d := range []string{blobs, work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	blob := func(s string) digest.Digest {
+		d := digest.FromBytes([]byte(s))
+		if err := os.WriteFile(filepath.Join(blobs, d.Hex()), []byte(s), 0o444); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	file := func(p, s string, exec bool) capsule.Entry {
+		return capsule.Entry{Path: p, Type: capsule.TypeFile, Size: int64(len(s)), Blob: blob(s), Exec: exec}
+	}
+	from := &capsule.Snapshot{Version: capsule.SnapshotVersion, Entries: []capsule.Entry{file("linked", "old linked", false), file("own", "old own", false)}}
+	to := &capsule.Snapshot{Version: capsule.SnapshotVersion, Entries: []capsule.Entry{file("linked", "new linked", false), file("own", "new own bytes", true)}}
+	for _, e := range from.Entries {
+		if err := os.WriteFile(filepath.Join(work, e.Path), []byte("old "+e.Path), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := filepath.Join(root, "other-link")
+	if err := os.Link(filepath.Join(work, "linked"), other); err != nil {
+		t.Fatal(err)
+	}
+	ino := func(p string) uint64 {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := inodeOf(fi)
+		return n
+	}
+	ownBefore := ino(filepath.Join(work, "own"))
+	var b syncBatch
+	if err := applyDelta(vfs.OS{}, blobFolder{dir: blobs}, work, from, to, &b); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{"work/own": "new own bytes", "work/linked": "new linked", "other-link": "old linked"} {
+		if got, _ := os.ReadFile(filepath.Join(root, p)); string(got) != want {
+			t.Errorf("%s holds %q, want %q", p, got, want)
+		}
+	}
+	if got := ino(filepath.Join(work, "own")); got != ownBefore {
+		t.Errorf("own: inode %d, was %d: not written in place", got, ownBefore)
+	}
+	if fi, _ := os.Lstat(filepath.Join(work, "own")); fi.Mode().Perm() != 0o755 {
+		t.Errorf("own: mode %v, want 0755", fi.Mode())
+	}
+	if ino(filepath.Join(work, "linked")) == ino(other) {
+		t.Error("linked was written through its other link")
+	}
+	if len(b.files) != 2 {
+		t.Errorf("batch syncs %v, want both files", b.files)
+	}
+	if !b.dirs[filepath.Clean(work)] {
+		t.Error("the replaced file's directory is not noted for a sync")
+	}
 }

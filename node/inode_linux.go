@@ -14,3 +14,12 @@ func inodeOf(fi fs.FileInfo) (ino uint64, ctime int64) {
 	}
 	return 0, 0
 }
+
+// linkCount returns the number of hard links to the file, or 0 if the FS
+// does not say.
+func linkCount(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 0
+}

@@ -121,7 +121,7 @@ func (a *agent) updateShadow(md digest.Digest) error {
 	if st != nil && st.Manifest == md {
 		return nil
 	}
-	_, m, err := a.casManifest("", md)
+	mb, m, err := a.casManifest("", md)
 	if err != nil {
 		return err
 	}
@@ -135,8 +135,16 @@ func (a *agent) updateShadow(md digest.Digest) error {
 	}
 	if st == nil {
 		st = &shadowState{Files: map[string]digest.Digest{}}
-	} else if err := a.n.fsys.Remove(a.path(shadowFile)); err != nil {
-		return err
+	} else {
+		// Durably gone before any file of the shadow changes (some are
+		// written over in place): a crash then never leaves a shadow.json
+		// that describes files other than those on disk.
+		if err := a.n.fsys.Remove(a.path(shadowFile)); err != nil {
+			return err
+		}
+		if err := a.n.fsys.SyncDir(a.dir); err != nil {
+			return err
+		}
 	}
 	a.shadow = nil
 	var b syncBatch
@@ -145,6 +153,16 @@ func (a *agent) updateShadow(md digest.Digest) error {
 		a.dropShadow()
 		return err
 	}
+	// The round's manifest.json too, only so that the staging writes the
+	// frozen one over it in place instead of creating it (copyOver).
+	mpath := filepath.Join(a.path(shadowDir, capsuleDir), manifest.FileName)
+	if replaced, err := writeOver(a.n.fsys, mpath, mb, 0o644); err != nil {
+		a.dropShadow()
+		return err
+	} else if !replaced {
+		b.created(mpath)
+	}
+	b.file(mpath)
 	if err := b.flush(a.n.fsys); err != nil {
 		a.dropShadow()
 		return err
@@ -201,15 +219,20 @@ func placeLayout(fsys vfs.FS, blobs blobFolder, capDir string, m *manifest.Manif
 			continue
 		}
 		dst := filepath.Join(capDir, filepath.FromSlash(f.Path))
-		if err := fsys.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+		if !ownFile(fsys, dst) { // written over in place when it is
+			if err := fsys.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
 		}
 		delete(have, f.Path)
-		if err := copyVerified(fsys, blobs.path(f.Digest), dst, f.Digest, f.Size, 0o644); err != nil {
+		replaced, err := copyOver(fsys, blobs.path(f.Digest), dst, f.Digest, f.Size, 0o644, true)
+		if err != nil {
 			return fmt.Errorf("%s: %w", f.Path, err)
 		}
 		b.file(dst)
-		b.created(dst)
+		if !replaced {
+			b.created(dst)
+		}
 		have[f.Path] = f.Digest
 	}
 	return nil
@@ -249,12 +272,17 @@ func applyDelta(fsys vfs.FS, blobs blobFolder, root string, from, to *capsule.Sn
 		if e.Type == capsule.TypeDir {
 			continue
 		}
-		if t, ok := toIdx[e.Path]; !ok || !sameEntry(e, t) {
-			if err := fsys.Remove(host(e.Path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			b.created(host(e.Path))
+		t, ok := toIdx[e.Path]
+		if ok && sameEntry(e, t) {
+			continue
 		}
+		if ok && e.Type == capsule.TypeFile && t.Type == capsule.TypeFile && ownFile(fsys, host(e.Path)) {
+			continue // written over in place below
+		}
+		if err := fsys.Remove(host(e.Path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		b.created(host(e.Path))
 	}
 	for _, d := range sortedDirs(fromDirs, true) { // directories that go, deepest first
 		if !toDirs[d] {
@@ -288,20 +316,23 @@ func applyDelta(fsys vfs.FS, blobs blobFolder, root string, from, to *capsule.Sn
 		}
 	}
 	errs := make([]error, len(files))
+	replaced := make([]bool, len(files))
 	par.Do(len(files), 4, func(i int) {
 		e := files[i]
 		perm := fs.FileMode(0o644)
 		if e.Exec {
 			perm = 0o755
 		}
-		errs[i] = copyVerified(fsys, blobs.path(e.Blob), host(e.Path), e.Blob, e.Size, perm)
+		replaced[i], errs[i] = copyOver(fsys, blobs.path(e.Blob), host(e.Path), e.Blob, e.Size, perm, true)
 	})
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	for _, e := range files {
+	for i, e := range files {
 		b.file(host(e.Path))
-		b.created(host(e.Path))
+		if !replaced[i] {
+			b.created(host(e.Path))
+		}
 	}
 	return nil
 }

@@ -198,11 +198,14 @@ func (a *agent) buildStaging(act transfer.Action) (*inMove, error) {
 	}
 	in.startRender(a.takeAhead(keyOfLog(in.log)), a.n.hooks.render, a.n.clock.Now)
 	mpath := filepath.Join(in.capsule(), manifest.FileName)
-	if err := writeNew(fsys, mpath, mb, 0o644); err != nil {
+	replaced, err := writeOver(fsys, mpath, mb, 0o644) // over the shadow's, when it has one
+	if err != nil {
 		return nil, err
 	}
 	in.batch.file(mpath)
-	in.batch.created(mpath)
+	if !replaced {
+		in.batch.created(mpath)
+	}
 	return in, nil
 }
 
