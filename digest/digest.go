@@ -75,6 +75,10 @@ func IsHex(s string) bool {
 	return true
 }
 
+// IsHexDigit reports whether c is one of the digits IsHex accepts
+// (0-9, a-f).
+func IsHexDigit(c byte) bool { return lowerHex[c] }
+
 // lowerHex marks the bytes IsHex accepts (a table: snapshot.json of a
 // large workspace checks tens of thousands of digits while a move is
 // frozen).

@@ -3,6 +3,8 @@ package journal
 import (
 	"crypto/sha256"
 	"hash"
+
+	"github.com/agentcapsule/capsule/digest"
 )
 
 // parseFast parses the common line: a version-1 envelope of a known kind
@@ -65,7 +67,7 @@ func parseFast(line []byte, in *interner) (Event, bool) {
 
 func validHex(b []byte) bool {
 	for _, ch := range b {
-		if !lowerHex[ch] {
+		if !digest.IsHexDigit(ch) {
 			return false
 		}
 	}

@@ -275,23 +275,8 @@ func hasControl(s string) bool {
 }
 
 func isDigest(s string) bool {
-	if len(s) != 7+64 || s[:7] != "sha256:" {
-		return false
-	}
-	for i := 7; i < len(s); i++ {
-		if !lowerHex[s[i]] {
-			return false
-		}
-	}
-	return true
+	return len(s) > 7 && s[:7] == "sha256:" && digest.IsHex(s[7:])
 }
-
-var lowerHex = func() (t [256]bool) {
-	for _, c := range "0123456789abcdef" {
-		t[c] = true
-	}
-	return t
-}()
 
 // ValidTime reports whether s has the form the journal stores wall times in:
 // RFC 3339 in UTC, "2006-01-02T15:04:05Z" with an optional fraction of 1 to 9
