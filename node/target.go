@@ -145,13 +145,13 @@ func (a *agent) targetAction(act transfer.Action) (transfer.Input, bool) {
 }
 
 // missing returns the digests of blobs absent from the agent's CAS store.
-// Blobs the shadow references are in the store (each
-// pre-copy push syncs the store before it updates the shadow, and only a
-// move's verify, which consumes the shadow, takes blobs out): only the
-// others are looked up, one stat each, or with one directory read when
-// they are many (a name in the store always holds the bytes its digest
-// commits to). A blob wrongly taken as present costs availability only:
-// the move's verify reads the staged blob folder and refuses it.
+// Blobs the shadow references are in the store (each pre-copy push syncs
+// the store before it updates the shadow, and only a move's verify, which
+// consumes the shadow, takes blobs out): only the others are looked up,
+// one stat each, or with one directory read when they are many (a name in
+// the store always holds the bytes its digest commits to). A blob wrongly
+// taken as present costs availability only: the move's verify reads the
+// staged blob folder and refuses it.
 func (a *agent) missing(blobs []transfer.Blob) []digest.Digest {
 	known := a.shadowBlobs()
 	var out, unknown []digest.Digest
