@@ -78,26 +78,23 @@ func (t *blobTrust) has(fi fs.FileInfo, d digest.Digest) bool {
 	return t.m[k]
 }
 
-// copyVerified copies the blob file src into the new file dst (which must
-// not exist) with mode perm, checking that it holds the size bytes of
-// want: by hashing them as they are copied, or, for a blob this process
-// verified when it stored it (verifiedBlobs), by its size alone, letting
-// the kernel copy the bytes (copy_file_range between OS files). It then
-// starts the writeback of dst: dst is not synced, but the sync that must
-// follow finds its bytes on their way to the disk.
-func copyVerified(fsys vfs.FS, src, dst string, want digest.Digest, size int64, perm fs.FileMode) error {
-	_, err := copyOver(fsys, src, dst, want, size, perm, false)
-	return err
-}
-
-// copyOver is copyVerified that, when over is set and dst is a file of its
-// own (a regular file with one link), writes over dst in place rather than
-// creating it, reporting whether it did: creating a file costs far more
-// than truncating one on some file systems (about 1 ms against 30 µs on
-// this project's test machine), and a file written over leaves its
-// directory unchanged. Only for folders nothing trusts until a sync that
-// follows (a move's staging, a shadow whose shadow.json is gone): a crash
-// before that sync may leave dst holding anything.
+// copyOver copies the blob file src into dst with mode perm, checking
+// that it holds the size bytes of want: by hashing them as they are
+// copied, or, for a blob this process verified when it stored it
+// (verifiedBlobs), by its size alone, letting the kernel copy the bytes
+// (copy_file_range between OS files). It then starts the writeback of dst:
+// dst is not synced, but the sync that must follow finds its bytes on
+// their way to the disk.
+//
+// Without over, dst must not exist. With over, a dst that is a file of its
+// own (a regular file with one link) is written over in place, and
+// anything else there is replaced; copyOver reports whether it wrote in
+// place. Creating a file costs far more than truncating one on some file
+// systems (about 1 ms against 30 µs on this project's test machine), and a
+// file written over leaves its directory unchanged. Over is only for
+// folders nothing trusts until a sync that follows (a move's staging, a
+// shadow whose shadow.json is gone): a crash before that sync may leave
+// dst holding anything.
 func copyOver(fsys vfs.FS, src, dst string, want digest.Digest, size int64, perm fs.FileMode, over bool) (bool, error) {
 	in, err := fsys.Open(src)
 	if err != nil {

@@ -132,7 +132,7 @@ func TestCASReceivePresent(t *testing.T) {
 	}
 }
 
-// TestCopyVerifiedTrust shows when copyVerified skips the hash: only for
+// TestCopyVerifiedTrust shows when copyOver skips the hash: only for
 // a file this process noted as verified and that has not changed since.
 // Noting a file under a digest it does not hash to (which the node never
 // does) makes the skip visible: the copy of a trusted file succeeds under
@@ -173,9 +173,9 @@ func TestCopyVerifiedTrust(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err := copyVerified(fsys, src, dst, wrong, int64(len(data)), 0o640)
+			_, err := copyOver(fsys, src, dst, wrong, int64(len(data)), 0o640, false)
 			if !errors.Is(err, tc.want) {
-				t.Fatalf("copyVerified = %v, want %v", err, tc.want)
+				t.Fatalf("copyOver = %v, want %v", err, tc.want)
 			}
 			got, rerr := vfs.ReadFile(fsys, dst)
 			if tc.want != nil {
@@ -217,13 +217,13 @@ func TestCopyVerifiedReceived(t *testing.T) {
 				t.Errorf("trusted after receive: %v, want %v", got, want)
 			}
 			dst := filepath.Join(dir, "work-file")
-			if err := copyVerified(fsys, c.path(f.d), dst, f.d, int64(len(f.data)), 0o755); err != nil {
+			if _, err := copyOver(fsys, c.path(f.d), dst, f.d, int64(len(f.data)), 0o755, false); err != nil {
 				t.Fatal(err)
 			}
 			if got, err := vfs.ReadFile(fsys, dst); err != nil || !bytes.Equal(got, f.data) {
 				t.Errorf("copy: %d bytes, %v; want the blob's %d", len(got), err, len(f.data))
 			}
-			err = copyVerified(fsys, c.path(f.d), dst+"2", f.d, int64(len(f.data))+1, 0o644)
+			_, err = copyOver(fsys, c.path(f.d), dst+"2", f.d, int64(len(f.data))+1, 0o644, false)
 			if !errors.Is(err, ErrBlobMismatch) {
 				t.Errorf("copy with a wrong size = %v, want ErrBlobMismatch", err)
 			}

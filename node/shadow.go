@@ -219,11 +219,6 @@ func placeLayout(fsys vfs.FS, blobs blobFolder, capDir string, m *manifest.Manif
 			continue
 		}
 		dst := filepath.Join(capDir, filepath.FromSlash(f.Path))
-		if !ownFile(fsys, dst) { // written over in place when it is
-			if err := fsys.Remove(dst); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-		}
 		delete(have, f.Path)
 		replaced, err := copyOver(fsys, blobs.path(f.Digest), dst, f.Digest, f.Size, 0o644, true)
 		if err != nil {
@@ -276,8 +271,8 @@ func applyDelta(fsys vfs.FS, blobs blobFolder, root string, from, to *capsule.Sn
 		if ok && sameEntry(e, t) {
 			continue
 		}
-		if ok && e.Type == capsule.TypeFile && t.Type == capsule.TypeFile && ownFile(fsys, host(e.Path)) {
-			continue // written over in place below
+		if ok && e.Type == capsule.TypeFile && t.Type == capsule.TypeFile {
+			continue // written over below (copyOver replaces it when it cannot)
 		}
 		if err := fsys.Remove(host(e.Path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err

@@ -27,6 +27,11 @@ func ReadDirStat(fsys FS, name string) ([]fs.FileInfo, error) {
 	case OS:
 		return readDirStatOS(name)
 	}
+	return readDirLstat(fsys, name)
+}
+
+// readDirLstat is ReadDirStat by ReadDir and then Lstat of each entry.
+func readDirLstat(fsys FS, name string) ([]fs.FileInfo, error) {
 	ents, err := fsys.ReadDir(name)
 	if err != nil {
 		return nil, err
