@@ -153,3 +153,50 @@ func TestRecoverTarget(t *testing.T) {
 		t.Error("RecoverTarget(nil) succeeded")
 	}
 }
+
+// TestAdoptOnlyAboveMaxEpoch: a node becomes the holder outside a move
+// (InAdopt) only at an epoch above every epoch it has seen; an adopt at or
+// below MaxEpoch (an old backup re-adopting the agent, a force that did not
+// pick a new epoch) changes nothing and writes nothing (PROTOCOL §2,
+// MaxEpoch never decreases; §9.2).
+func TestAdoptOnlyAboveMaxEpoch(t *testing.T) {
+	burned := func(*testing.T) *Target { // MaxEpoch 5, not holder
+		tg := NewTarget(agentID, "b")
+		tg.Step(req(MsgResolve, "m1", 5))
+		return tg
+	}
+	tests := []struct {
+		name       string
+		setup      func(t *testing.T) *Target
+		epoch      uint64
+		wantRecord bool
+		wantMax    uint64
+		wantHolder uint64
+	}{
+		{"new agent", fresh, 1, true, 1, 1},
+		{"above a burned epoch", burned, 6, true, 6, 6},
+		{"at a burned epoch", burned, 5, false, 5, 0},
+		{"below a burned epoch", burned, 3, false, 5, 0},
+		{"below a promise", promised, 1, false, 2, 0},
+		{"at the holder's epoch", holder, 2, false, 2, 2},
+		{"below a prepared move", preparedTarget, 2, false, 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := tt.setup(t)
+			before := tg.State()
+			rd := tg.Step(Input{Kind: InAdopt, Epoch: tt.epoch})
+			if got := len(rd.Records) > 0; got != tt.wantRecord {
+				t.Errorf("records %+v, want a record: %v", rd.Records, tt.wantRecord)
+			}
+			if tg.MaxEpoch() != tt.wantMax || tg.Holder() != tt.wantHolder {
+				t.Errorf("max, holder = %d, %d; want %d, %d", tg.MaxEpoch(), tg.Holder(), tt.wantMax, tt.wantHolder)
+			}
+			if !tt.wantRecord {
+				if diff := cmp.Diff(before, tg.State()); diff != "" {
+					t.Errorf("a refused adopt changed the state (-before +after):\n%s", diff)
+				}
+			}
+		})
+	}
+}
