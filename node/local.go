@@ -174,6 +174,10 @@ func (n *Node) StartAgent(ctx context.Context, id string) (api.AgentStatus, erro
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.source != nil && a.source.PastNoReturn() {
+		st := a.source.State()
+		return api.AgentStatus{}, fmt.Errorf("%w: %s: move %s to %s is past the point of no return; `capsule move resolve` settles it", api.ErrConflict, id, st.Move, st.Peer)
+	}
 	if _, ok := a.mayRun(); !ok {
 		return api.AgentStatus{}, fmt.Errorf("%w: %s: %s", api.ErrConflict, id, a.why())
 	}

@@ -98,6 +98,14 @@ func (s *Source) Frozen() bool {
 	return true
 }
 
+// PastNoReturn reports whether the move is past its point of no return and
+// not settled: ACTIVATE_SENT is the last durable record, so the target may
+// run the agent at any moment (R5). The agent must not run here whatever
+// else the node believes; only an answer, a resolve or an operator's force
+// ends it. Frozen covers it; a node checks this too before an operator's
+// start, so the rule holds even if the two were ever to disagree.
+func (s *Source) PastNoReturn() bool { return s.st.Phase == RecActivateSent }
+
 // Step feeds one input to the source and returns what the host must do.
 func (s *Source) Step(in Input) Ready {
 	prev := s.clone()

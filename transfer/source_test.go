@@ -329,10 +329,11 @@ func TestSourceFrozenInEveryPhase(t *testing.T) {
 			tg := NewTarget(agentID, "a")
 			tg.Step(Input{Kind: InAdopt, Epoch: 1})
 			_, may := MayRun(tg, s)
-			got := []any{s.Phase(), s.Frozen(), may}
-			want := []any{tt.phase, tt.frozen, !tt.frozen}
+			noReturn := tt.phase == "activating" || tt.phase == "resolving"
+			got := []any{s.Phase(), s.Frozen(), may, s.PastNoReturn()}
+			want := []any{tt.phase, tt.frozen, !tt.frozen, noReturn}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("phase, Frozen(), MayRun (-want +got):\n%s", diff)
+				t.Errorf("phase, Frozen(), MayRun, PastNoReturn (-want +got):\n%s", diff)
 			}
 		})
 	}
