@@ -235,7 +235,7 @@ func (n *Node) MoveStatus(ctx context.Context, id string) (api.MoveStatus, error
 		st := a.source.State()
 		return api.MoveStatus{MoveID: st.Move, To: st.Peer, Epoch: st.Epoch, Phase: a.source.Phase(), Outcome: string(a.source.Outcome()), Reason: st.Note}, nil
 	}
-	return api.MoveStatus{}, fmt.Errorf("%w: agent %s has no move", api.ErrNotFound, id)
+	return api.MoveStatus{Phase: api.PhaseNone}, nil // never moved from this node: not an error
 }
 
 // Resolve implements api.LocalService: `capsule move resolve`. Without

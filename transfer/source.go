@@ -309,7 +309,7 @@ func (s *Source) receive(m *Message) Ready {
 	case m.Type == MsgPrepared && s.phase == sPreparing:
 		return s.activate()
 	case m.Type == MsgActivated && s.phase == sActivating:
-		return s.retire()
+		return s.retire("")
 	case m.Type == MsgResolved && s.phase == sResolving:
 		return s.resolved(m)
 	case m.Type == MsgAborted && s.phase == sAborting:
@@ -337,7 +337,10 @@ func (s *Source) activate() Ready {
 	return r
 }
 
-func (s *Source) retire() Ready {
+// retire ends a committed move; note says how it was learnt ("" for the
+// activated reply).
+func (s *Source) retire(note string) Ready {
+	s.st.Note = note
 	s.phase, s.out = sCommitted, nil
 	s.outcome = OutcomeCommitted
 	return Ready{Records: []Record{s.record(RecRetired)},
@@ -348,7 +351,7 @@ func (s *Source) retire() Ready {
 func (s *Source) resolved(m *Message) Ready {
 	switch m.Resolution {
 	case ResolvedCommitted:
-		return s.retire()
+		return s.retire("resolve: the target had activated the move")
 	case ResolvedAborted:
 		return s.rollback("resolve: the target aborted the move", false)
 	}
