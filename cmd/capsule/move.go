@@ -120,8 +120,8 @@ func newMoveStatusCmd() *cobra.Command {
 	var data string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:     "status AGENT",
-		Short:   "Show the latest move of an agent from this node",
+		Use:   "status AGENT",
+		Short: "Show the latest move of an agent from this node",
 		Long: `Show the latest move of an agent from this node: its ID, target, epoch,
 phase, outcome and the reason of any outcome but a commit (from whichever
 side decided it). An agent that never moved from this node answers
