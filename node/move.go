@@ -278,6 +278,11 @@ func (n *Node) act(a *agent, mr *moveRun, act transfer.Action) (transfer.Input, 
 // or InSendFailed when the request or its reply was lost.
 func (n *Node) send(a *agent, mr *moveRun, m transfer.Message) []transfer.Input {
 	mr.setPhase(phaseOf(m.Type))
+	if m.Type == transfer.MsgPrepare || m.Type == transfer.MsgActivate {
+		a.mu.Lock()
+		m.Stopped = !a.meta.Run // the operator's intent travels with the agent
+		a.mu.Unlock()
+	}
 	start := n.clock.Now()
 	var replies []api.Message
 	var err error

@@ -51,6 +51,25 @@ func (n *Node) Message(ctx context.Context, from string, am api.Message) (api.Re
 	return api.Replies{Messages: []api.Message{{Call: string(reply.Type), Body: mustJSON(reply), Bases: bases}}}, nil
 }
 
+// noteIntent makes the operator's intent an activate carries durable in
+// agent.json before the Target steps it, when it is the activate of the
+// prepared pending move: the prepare wrote the intent it carried, and the
+// operator may have stopped or started the agent since. A restart that
+// finishes the promotion (HOLDER durable, staging not yet moved in) reads
+// it there. agent.json grants nothing: only a holder record lets the
+// agent run. Caller holds a.mu.
+func (a *agent) noteIntent(m transfer.Message) error {
+	p := a.target.Pending()
+	if m.Type != transfer.MsgActivate || p == nil || p.Move != m.Move || p.Epoch != m.Epoch || p.Phase != transfer.PhasePrepared {
+		return nil
+	}
+	if a.meta.Run == !m.Stopped && exists(a.n.fsys, a.path(agentMetaFile)) {
+		return nil
+	}
+	a.meta.Run = !m.Stopped
+	return a.saveMetaIfChanged()
+}
+
 // logReply logs what this node decided about an incoming move, so the
 // target's log says why a move failed as the source's does: a refusal with
 // its reason and problems, an abort, a resolution, an activation.
@@ -98,6 +117,9 @@ func (a *agent) handleWire(m transfer.Message, byManifest bool) (*transfer.Messa
 			return nil, nil, fmt.Errorf("%w: %v", api.ErrInvalid, err)
 		}
 		m.Blobs = blobs
+	}
+	if err := a.noteIntent(m); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
 	}
 	in := transfer.Receive(m)
 	var bases []digest.Digest

@@ -1,6 +1,8 @@
 package transfer
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -198,5 +200,31 @@ func TestAdoptOnlyAboveMaxEpoch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestIntentTravelsToTheActions: the operator's intent a prepare or an
+// activate carries (Message.Stopped) reaches ActPrepare and ActStart, and
+// a message of an older sender, without the field, means running
+// (PROTOCOL §4).
+func TestIntentTravelsToTheActions(t *testing.T) {
+	stopped := func(in Input) Input { in.Msg.Stopped = true; return in }
+	tg := promised(nil)
+	tg.Step(stopped(req(MsgPrepare, "m1", 2)))
+	rd := tg.Step(Input{Kind: InVerified, OK: true})
+	if len(rd.Actions) != 1 || rd.Actions[0].Kind != ActPrepare || !rd.Actions[0].Stopped {
+		t.Fatalf("verified: %+v, want ActPrepare with Stopped", rd.Actions)
+	}
+	tg.Step(Input{Kind: InPrepared, OK: true})
+	rd = tg.Step(stopped(req(MsgActivate, "m1", 2)))
+	if len(rd.Actions) != 1 || rd.Actions[0].Kind != ActStart || !rd.Actions[0].Stopped {
+		t.Fatalf("activate: %+v, want ActStart with Stopped", rd.Actions)
+	}
+	var old Message
+	if err := json.Unmarshal([]byte(`{"type":"activate","agent":"ag1","move":"m1","epoch":2,"from":"a","to":"b"}`), &old); err != nil || old.Stopped {
+		t.Errorf("an older sender's activate: %+v, %v; want running", old, err)
+	}
+	if b, _ := json.Marshal(Message{Type: MsgActivate}); strings.Contains(string(b), "stopped") {
+		t.Errorf("a running agent's activate carries %s; the field must be absent, as older senders send it", b)
 	}
 }
