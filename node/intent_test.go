@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/capsule"
+	"github.com/agentcapsule/capsule/vfs"
 )
 
 // checkStaysStopped checks that n holds the agent, does not run it, and
@@ -85,6 +87,7 @@ func TestStoppedAgentStaysStoppedWhenMoved(t *testing.T) {
 		t.Fatalf("move a->b again: %+v", res)
 	}
 	checkStaysStopped(t, b, id)
+	checkNoUnreferenced(t, b, id) // the committed move was pruned although nothing runs
 	restartNode(t, c, 1, dirs[1], nodeOpts{})
 	checkStaysStopped(t, c.nodes[1], id)
 	if _, err := c.nodes[1].StartAgent(t.Context(), id); err != nil {
@@ -92,4 +95,26 @@ func TestStoppedAgentStaysStoppedWhenMoved(t *testing.T) {
 	}
 	waitSteps(t, c.nodes[1], id, 3)
 	c.checkHolder(c.nodes[1], id)
+}
+
+// checkNoUnreferenced waits until the capsule n hosts verifies with no
+// unreferenced-blob warning (the new holder prunes after a move commits).
+func checkNoUnreferenced(t *testing.T, n *Node, id string) {
+	t.Helper()
+	ag, err := n.getAgent(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r, err := capsule.Verify(vfs.OS{}, ag.capsule(), capsule.VerifyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Problems) == 0 && len(unreferenced(r)) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the capsule on %s has problems %v and unreferenced blobs %v", n.ID().Short(), r.Problems, unreferenced(r))
+		}
+	}
 }
