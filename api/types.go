@@ -79,6 +79,9 @@ const (
 	PhaseActivate = "activate"
 	PhaseResolve  = "resolve"
 	PhaseDone     = "done"
+	// PhaseNone is the MoveStatus of an agent that never moved from this
+	// node (the other fields are empty).
+	PhaseNone = "none"
 )
 
 // MoveProgress is one progress report of a running move.

@@ -267,6 +267,14 @@ func TestLostActivateWaitsThenResolves(t *testing.T) {
 			if got := cl.running(id); len(got) != runners || runners == 1 && got[0] != b.ID() {
 				t.Fatalf("runners while waiting = %v, want %d (the target's)", got, runners)
 			}
+			// The operator cannot start it either: the move is past the
+			// point of no return (PROTOCOL §6 R5).
+			if _, err := a.StartAgent(t.Context(), id); !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "point of no return") {
+				t.Fatalf("agent start while waiting: %v, want a conflict past the point of no return", err)
+			}
+			if got := cl.running(id); len(got) != runners {
+				t.Fatalf("runners after a refused start = %v, want %d", got, runners)
+			}
 			f.heal()
 			st, err := a.Resolve(t.Context(), id, api.ResolveRequest{})
 			if err != nil {

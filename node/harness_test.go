@@ -34,6 +34,8 @@ type nodeOpts struct {
 	env    map[string]string
 	// abortRetries is Config.AbortRetries (0: the default).
 	abortRetries int
+	// logger is Config.Logger (nil: testLogger).
+	logger *slog.Logger
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -56,7 +58,11 @@ func newNodeAt(t testing.TB, dir, addr string, o nodeOpts) *Node {
 	if step == 0 {
 		step = 5 * time.Millisecond
 	}
-	n, err := New(Config{Dir: dir, FS: o.fsys, Listen: addr, Socket: "-", Logger: testLogger(t),
+	logger := o.logger
+	if logger == nil {
+		logger = testLogger(t)
+	}
+	n, err := New(Config{Dir: dir, FS: o.fsys, Listen: addr, Socket: "-", Logger: logger,
 		StepInterval: step, RetryInterval: 20 * time.Millisecond, RequestTimeout: 5 * time.Second,
 		WrapTransport: o.wrap, Getenv: func(k string) string { return env[k] }, Runner: o.runner, Policy: o.policy, AbortRetries: o.abortRetries})
 	if err != nil {

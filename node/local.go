@@ -174,6 +174,10 @@ func (n *Node) StartAgent(ctx context.Context, id string) (api.AgentStatus, erro
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.source != nil && a.source.PastNoReturn() {
+		st := a.source.State()
+		return api.AgentStatus{}, fmt.Errorf("%w: %s: move %s to %s is past the point of no return; `capsule move resolve` settles it", api.ErrConflict, id, st.Move, st.Peer)
+	}
 	if _, ok := a.mayRun(); !ok {
 		return api.AgentStatus{}, fmt.Errorf("%w: %s: %s", api.ErrConflict, id, a.why())
 	}
@@ -231,7 +235,7 @@ func (n *Node) MoveStatus(ctx context.Context, id string) (api.MoveStatus, error
 		st := a.source.State()
 		return api.MoveStatus{MoveID: st.Move, To: st.Peer, Epoch: st.Epoch, Phase: a.source.Phase(), Outcome: string(a.source.Outcome()), Reason: st.Note}, nil
 	}
-	return api.MoveStatus{}, fmt.Errorf("%w: agent %s has no move", api.ErrNotFound, id)
+	return api.MoveStatus{Phase: api.PhaseNone}, nil // never moved from this node: not an error
 }
 
 // Resolve implements api.LocalService: `capsule move resolve`. Without

@@ -113,8 +113,11 @@ func (n *Node) startMove(id string, to ID) (*moveRun, error) {
 	if err != nil {
 		return nil, err
 	}
+	if to == n.id {
+		return nil, fmt.Errorf("%w: %s is this node's own ID: a move needs another node (a peer)", api.ErrInvalid, to)
+	}
 	peer, ok := n.peers.Get(to)
-	if !ok || to == n.id {
+	if !ok {
 		return nil, fmt.Errorf("%w: %s is not a peer of this node", api.ErrInvalid, to)
 	}
 	a.mu.Lock()
@@ -248,17 +251,19 @@ func (n *Node) act(a *agent, mr *moveRun, act transfer.Action) (transfer.Input, 
 		a.mu.Unlock()
 		if err != nil {
 			n.log.Warn("inventory failed", "agent", a.id, "err", err)
-			return transfer.Input{Kind: transfer.InPushed, OK: false}, true
+			return transfer.Input{Kind: transfer.InPushed, OK: false, Problems: []string{"inventory: " + err.Error()}}, true
 		}
 		return transfer.Input{Kind: transfer.InInventory, Inventory: &inv}, true
 	case transfer.ActPush:
 		err := n.push(a, mr, act.Blobs, act.JournalFrom, act.Journal, nil)
 		if err != nil {
-			n.log.Warn("pre-copy push failed", "agent", a.id, "err", err)
-		} else if act.Journal.Count > 0 {
+			n.log.Warn("pre-copy push failed", "agent", a.id, "to", string(mr.to), "err", err)
+			return transfer.Input{Kind: transfer.InPushed, Problems: []string{"push: " + err.Error()}}, true
+		}
+		if act.Journal.Count > 0 {
 			mr.noteTargetJournal(act.Journal)
 		}
-		return transfer.Input{Kind: transfer.InPushed, OK: err == nil}, true
+		return transfer.Input{Kind: transfer.InPushed, OK: true}, true
 	case transfer.ActFreeze:
 		return a.freezeForMove(mr), true
 	case transfer.ActResume:
@@ -273,6 +278,11 @@ func (n *Node) act(a *agent, mr *moveRun, act transfer.Action) (transfer.Input, 
 // or InSendFailed when the request or its reply was lost.
 func (n *Node) send(a *agent, mr *moveRun, m transfer.Message) []transfer.Input {
 	mr.setPhase(phaseOf(m.Type))
+	if m.Type == transfer.MsgPrepare || m.Type == transfer.MsgActivate {
+		a.mu.Lock()
+		m.Stopped = !a.meta.Run // the operator's intent travels with the agent
+		a.mu.Unlock()
+	}
 	start := n.clock.Now()
 	var replies []api.Message
 	var err error
@@ -289,8 +299,8 @@ func (n *Node) send(a *agent, mr *moveRun, m transfer.Message) []transfer.Input 
 	mr.mu.Unlock()
 	n.log.Debug("request", "agent", a.id, "call", string(m.Type), "ms", n.clock.Now().Sub(start).Milliseconds(), "err", err)
 	if err != nil {
-		n.log.Warn("request failed", "agent", a.id, "call", string(m.Type), "err", err)
-		return []transfer.Input{{Kind: transfer.InSendFailed}}
+		n.log.Warn("request failed", "agent", a.id, "call", string(m.Type), "to", m.To, "err", err)
+		return []transfer.Input{{Kind: transfer.InSendFailed, Problems: []string{err.Error()}}}
 	}
 	var out []transfer.Input
 	for _, r := range replies {
@@ -308,7 +318,8 @@ func (n *Node) send(a *agent, mr *moveRun, m transfer.Message) []transfer.Input 
 		out = append(out, transfer.Receive(tm))
 	}
 	if len(out) == 0 {
-		return []transfer.Input{{Kind: transfer.InSendFailed}}
+		n.log.Warn("request unanswered", "agent", a.id, "call", string(m.Type), "to", m.To)
+		return []transfer.Input{{Kind: transfer.InSendFailed, Problems: []string{fmt.Sprintf("%s: %s sent no reply", m.Type, m.To)}}}
 	}
 	return out
 }
@@ -738,7 +749,11 @@ func (n *Node) reportOutcome(a *agent, mr *moveRun, o transfer.Outcome) {
 	case transfer.OutcomeStale:
 		n.m.stale.Inc()
 	}
-	n.log.Info("move outcome", "agent", a.id, "move", mr.id, "outcome", string(o), "frozen_ms", frozen)
+	if note == "" {
+		n.log.Info("move outcome", "agent", a.id, "move", mr.id, "to", string(mr.to), "outcome", string(o), "frozen_ms", frozen)
+	} else {
+		n.log.Warn("move outcome", "agent", a.id, "move", mr.id, "to", string(mr.to), "outcome", string(o), "reason", note)
+	}
 	if final {
 		mr.setPhase(api.PhaseDone)
 		close(mr.done)

@@ -294,7 +294,7 @@ func (n *Node) Start() error {
 }
 
 func (n *Node) listenPeers() error {
-	cfg := ServerTLS(n.cert, n.peers.Known)
+	cfg := ServerTLS(n.cert, n.knownPeer)
 	ln, err := net.Listen("tcp", n.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("node: listen: %w", err)

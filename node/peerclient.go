@@ -39,4 +39,15 @@ func (n *Node) client(id ID) (*api.PeerClient, error) {
 	return c, nil
 }
 
+// knownPeer is the listener's check of a client's derived ID during the
+// TLS handshake. A refusal is logged here: the refused node only sees a
+// TLS alert, and this node's log must say why (PROTOCOL §4a).
+func (n *Node) knownPeer(id ID) bool {
+	if n.peers.Known(id) {
+		return true
+	}
+	n.log.Warn("peer refused in the TLS handshake: not a known peer", "peer", string(id))
+	return false
+}
+
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

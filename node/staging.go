@@ -495,7 +495,7 @@ func (a *agent) prepare(act transfer.Action) []string {
 	}()
 	err := applyDelta(a.n.fsys, in.blobFolder(), filepath.Join(in.dir, workDir), in.base, in.snap, &in.batch)
 	if err == nil {
-		err = a.noteMeta(in)
+		err = a.noteMeta(in, !act.Stopped)
 	}
 	if err == nil {
 		err = in.batch.flush(a.n.fsys)
@@ -520,11 +520,12 @@ func (in *inMove) closeLog() {
 	}
 }
 
-// noteMeta writes agent.json, if it changes, with the staging: the agent
-// will run here once the move activates. (It grants nothing by itself:
-// only a holder record lets a node run an agent.)
-func (a *agent) noteMeta(in *inMove) error {
-	meta := agentMeta{Name: in.m.Agent.Name, Run: true}
+// noteMeta writes agent.json, if it changes, with the staging: its name,
+// and whether the operator wants it running once the move activates (run,
+// the intent the prepare carried). It grants nothing by itself: only a
+// holder record lets a node run an agent.
+func (a *agent) noteMeta(in *inMove, run bool) error {
+	meta := agentMeta{Name: in.m.Agent.Name, Run: run}
 	if meta == a.meta && exists(a.n.fsys, a.path(agentMetaFile)) {
 		return nil
 	}
@@ -604,7 +605,6 @@ func (a *agent) promote(act transfer.Action) error {
 	}
 	a.in.closeLog()
 	a.in = nil
-	a.meta.Run = true
 	if m, err := readManifestFile(fsys, a.capsule()); err == nil && a.meta.Name != m.Agent.Name {
 		a.meta.Name = m.Agent.Name
 	}
@@ -645,7 +645,9 @@ func (a *agent) startAfterMove(act transfer.Action, source string, snap *capsule
 		return err
 	}
 	started := a.n.clock.Now() // before the runner touches the workspace
-	if err := a.runLocked(); err != nil {
+	if !a.meta.Run {
+		a.n.log.Info("agent stays stopped: the operator stopped it", "agent", a.id, "epoch", act.Epoch)
+	} else if err := a.runLocked(); err != nil {
 		return err
 	}
 	a.afterMove(act.Epoch, snap, started)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/agentcapsule/capsule/api"
@@ -40,12 +41,57 @@ func (n *Node) Message(ctx context.Context, from string, am api.Message) (api.Re
 	a := n.targetAgent(m.Agent)
 	reply, bases, err := a.handleWire(m, am.Inventory == api.InventoryManifest)
 	if err != nil {
+		n.log.Warn("peer request failed", "agent", m.Agent, "call", string(m.Type), "move", m.Move, "epoch", m.Epoch, "from", from, "err", err)
 		return api.Replies{}, err
 	}
+	a.logReply(m, reply)
 	if reply == nil {
 		return api.Replies{}, nil
 	}
 	return api.Replies{Messages: []api.Message{{Call: string(reply.Type), Body: mustJSON(reply), Bases: bases}}}, nil
+}
+
+// noteIntent makes the operator's intent an activate carries durable in
+// agent.json before the Target steps it, when it is the activate of the
+// prepared pending move: the prepare wrote the intent it carried, and the
+// operator may have stopped or started the agent since. A restart that
+// finishes the promotion (HOLDER durable, staging not yet moved in) reads
+// it there. agent.json grants nothing: only a holder record lets the
+// agent run. Caller holds a.mu.
+func (a *agent) noteIntent(m transfer.Message) error {
+	p := a.target.Pending()
+	if m.Type != transfer.MsgActivate || p == nil || p.Move != m.Move || p.Epoch != m.Epoch || p.Phase != transfer.PhasePrepared {
+		return nil
+	}
+	if a.meta.Run == !m.Stopped && exists(a.n.fsys, a.path(agentMetaFile)) {
+		return nil
+	}
+	a.meta.Run = !m.Stopped
+	return a.saveMetaIfChanged()
+}
+
+// logReply logs what this node decided about an incoming move, so the
+// target's log says why a move failed as the source's does: a refusal with
+// its reason and problems, an abort, a resolution, an activation.
+func (a *agent) logReply(m transfer.Message, reply *transfer.Message) {
+	if reply == nil {
+		return
+	}
+	args := []any{"agent", a.id, "move", m.Move, "epoch", m.Epoch, "from", m.From}
+	switch reply.Type {
+	case transfer.MsgRefused:
+		args = append(args, "call", string(m.Type), "reason", string(reply.Reason), "max_epoch", reply.MaxEpoch, "holder", reply.Holder)
+		if len(reply.Problems) > 0 {
+			args = append(args, "problems", strings.Join(reply.Problems, "; "))
+		}
+		a.n.log.Warn("request refused", args...)
+	case transfer.MsgAborted:
+		a.n.log.Info("incoming move aborted", args...)
+	case transfer.MsgResolved:
+		a.n.log.Info("incoming move resolved", append(args, "resolution", string(reply.Resolution))...)
+	case transfer.MsgActivated:
+		a.n.log.Info("incoming move activated", args...)
+	}
 }
 
 // handle steps the agent's Target with a request, performing the actions it
@@ -71,6 +117,9 @@ func (a *agent) handleWire(m transfer.Message, byManifest bool) (*transfer.Messa
 			return nil, nil, fmt.Errorf("%w: %v", api.ErrInvalid, err)
 		}
 		m.Blobs = blobs
+	}
+	if err := a.noteIntent(m); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
 	}
 	in := transfer.Receive(m)
 	var bases []digest.Digest
@@ -213,7 +262,12 @@ func (a *agent) shadowBlobs() map[digest.Digest]bool {
 // journal lines to the journal copy, then handles its message. A pre-copy
 // push that names its manifest then brings the shadow of the next move's
 // staging up to that state (shadow.go), ahead of the frozen window.
-func (n *Node) Push(ctx context.Context, from string, req api.PushRequest, s *api.StreamReader) (api.PushReply, error) {
+func (n *Node) Push(ctx context.Context, from string, req api.PushRequest, s *api.StreamReader) (rep api.PushReply, err error) {
+	defer func() {
+		if err != nil {
+			n.log.Warn("push refused", "agent", req.Agent, "call", req.Call, "from", from, "err", err)
+		}
+	}()
 	if _, err := ParseID(from); err != nil {
 		return api.PushReply{}, fmt.Errorf("%w: %v", api.ErrForbidden, err)
 	}

@@ -21,11 +21,12 @@ const (
 	coverHolderLost   = "holder record lost"
 	coverNoSpace      = "ENOSPC/EIO"
 	coverConcurrent   = "concurrent move"
+	coverOperator     = "operator start"
 )
 
 var matrixRows = []string{coverReqLost, coverReplyLost, coverDupLate, coverTargetBefore, coverTargetAfter,
 	coverSourceCrash, coverPartition, coverCorrupt, coverTruncated, coverStale, coverHolderLost,
-	coverNoSpace, coverConcurrent}
+	coverNoSpace, coverConcurrent, coverOperator}
 
 var matrixCols = []string{"Frz", "Off", "Inv", "Xfr", "Ver", "Prp", "Act", "Res", "Ret", "GC"}
 
@@ -47,6 +48,7 @@ var required = map[string][]string{
 	coverHolderLost:   {"Frz"},
 	coverNoSpace:      {"Frz", "Off", "Inv", "Xfr", "Prp", "Act", "Res", "Ret", "GC"},
 	coverConcurrent:   {"Off", "Inv", "Xfr", "Prp", "Act"},
+	coverOperator:     {"Off", "Xfr", "Act", "Res", "Ret"},
 }
 
 // coverage counts how often each (failure, phase) cell was reached.

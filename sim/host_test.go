@@ -72,12 +72,12 @@ func (n *node) sourceAction(a transfer.Action) {
 	case transfer.ActPush:
 		n.stepSource(transfer.Input{Kind: transfer.InPushed, OK: n.push(a)})
 	case transfer.ActFreeze:
+		n.running = 0 // the runner stops at a step boundary first, as the node's freeze does
 		if w.fault(n, faultNoSpace, "freeze") {
 			w.cover(coverNoSpace, "Frz")
 			n.stepSource(transfer.Input{Kind: transfer.InFrozen, Problems: []string{"no space"}})
 			return
 		}
-		n.running = 0
 		inv := n.inventory()
 		if err := n.write("manifest", fileMan, manifestBytes(inv.Blobs, inv.Journal)); err != nil {
 			n.stepSource(transfer.Input{Kind: transfer.InFrozen, Problems: []string{err.Error()}})
@@ -88,7 +88,7 @@ func (n *node) sourceAction(a transfer.Action) {
 		if a.Epoch != n.target.Holder() {
 			n.execTarget(n.target.Step(transfer.Input{Kind: transfer.InAdopt, Epoch: a.Epoch}))
 		}
-		if e, ok := transfer.MayRun(n.target, n.source); ok {
+		if e, ok := n.mayRun(); ok {
 			n.running = e
 			w.trace("%s resumes at %d", n.id, e)
 		}
@@ -275,7 +275,7 @@ func (n *node) targetAction(a transfer.Action) (transfer.Input, bool) {
 		return transfer.Input{Kind: transfer.InPrepared, OK: true}, true
 	case transfer.ActStart:
 		n.promote(a.Move)
-		if e, ok := transfer.MayRun(n.target, n.source); ok {
+		if e, ok := n.mayRun(); ok {
 			n.running = e
 			n.w.committed = max(n.w.committed, e)
 			n.w.trace("%s starts at %d", n.id, e)
@@ -466,7 +466,7 @@ func (n *node) restart() {
 	if n.source != nil {
 		n.execSource(rd)
 	}
-	if e, ok := transfer.MayRun(n.target, n.source); ok && n.running == 0 {
+	if e, ok := n.mayRun(); ok && n.running == 0 {
 		n.running = e
 		w.checkHolder(n)
 	}

@@ -21,6 +21,9 @@ func (w *world) check() {
 		w.violate("two runners: %s@%d and %s@%d", runners[0].id, runners[0].running, runners[1].id, runners[1].running)
 	}
 	for _, r := range runners {
+		if e, ok := r.mayRun(); !ok || e != r.running {
+			w.violate("%s runs at epoch %d although the rule allows %d (%v)", r.id, r.running, e, ok)
+		}
 		if r.running < w.committed {
 			w.violate("%s runs at epoch %d below the committed epoch %d", r.id, r.running, w.committed)
 		}
@@ -89,7 +92,40 @@ func (w *world) step() {
 		}
 	}
 	w.chaos()
+	w.operate()
 	w.check()
+}
+
+// operate is the operator's `capsule agent start` on every node that does
+// not run the agent, at every step: it starts the runner whenever the rule
+// the node runs by (mayRun, the same the runner and StartAgent consult)
+// allows it. A rule that lets a frozen source run shows up as two runners.
+func (w *world) operate() {
+	for _, id := range w.ids {
+		n := w.nodes[id]
+		if !n.up || n.running > 0 {
+			continue
+		}
+		e, ok := n.mayRun()
+		if !ok {
+			if n.source != nil && n.source.Frozen() {
+				w.cover(coverOperator, sourcePhase(n.source.Phase()))
+			}
+			continue
+		}
+		n.running = e
+		w.trace("%s operator starts the agent at %d", n.id, e)
+		w.checkHolder(n)
+	}
+}
+
+// mayRun is the rule a node runs the agent by (transfer.MayRun), broken
+// on purpose by the mutation activating-not-frozen.
+func (n *node) mayRun() (uint64, bool) {
+	if n.w.mutation == mutActivatingRuns && n.source != nil && n.source.Phase() == "activating" && n.target.Holder() > 0 {
+		return n.target.Holder(), true
+	}
+	return transfer.MayRun(n.target, n.source)
 }
 
 func (w *world) randomPeer(not string) string {
@@ -143,6 +179,7 @@ func (w *world) settle() {
 			w.deliver(w.take(i))
 		}
 		w.ticks()
+		w.operate()
 		w.check()
 		if w.quiet() {
 			w.checkEnd()

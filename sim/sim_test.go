@@ -110,7 +110,7 @@ feed:
 // (two runners, a runner below the committed epoch, an epoch that went
 // back, or a lost journal event), not merely an untidy end state.
 func TestMutations(t *testing.T) {
-	for _, mut := range []mutation{mutResolveReads, mutSendBeforePersist, mutNoSync} {
+	for _, mut := range []mutation{mutResolveReads, mutSendBeforePersist, mutNoSync, mutActivatingRuns} {
 		t.Run(string(mut), func(t *testing.T) {
 			res := runMany(1, 4000, mut, true, isSafety)
 			if len(res.failed) == 0 {

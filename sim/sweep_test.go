@@ -89,6 +89,7 @@ func runScenario(sc scenario, p *plan) *world {
 				w.do(n, n.restart)
 			}
 		}
+		w.operate()
 		w.check()
 	}
 	if len(w.violations) == 0 {

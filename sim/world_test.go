@@ -34,6 +34,9 @@ const (
 	mutResolveReads      mutation = "resolve-reads"       // Resolve answers without fencing
 	mutSendBeforePersist mutation = "send-before-persist" // messages leave before records are durable
 	mutNoSync            mutation = "records-not-synced"  // records are written without fsync
+	// mutActivatingRuns: the rule a node runs by (transfer.MayRun) lets the
+	// agent run while its source is activating (Source.Frozen broken there).
+	mutActivatingRuns mutation = "activating-not-frozen"
 )
 
 // config is what a seed decides about its run.

@@ -10,12 +10,13 @@ import (
 // outside input) and checks the target's safety properties after each:
 // MaxEpoch never decreases (also across a restart from the records), the
 // holder changes only by an activate of the prepared pending move (or an
-// adopt/release), every state change comes with a record, a request gets
+// adopt/release, and an adopt only above MaxEpoch), every state change comes with a record, a request gets
 // at most one reply, and a refused activate never starts the agent.
 func FuzzTargetStep(f *testing.F) {
 	f.Add([]byte{0x10, 0x21, 0x02, 0x03, 0x31})
 	f.Add([]byte{0x10, 0x21, 0x02, 0x03, 0x41, 0x31, 0x51})
 	f.Add([]byte{0x10, 0x21, 0x02, 0x07, 0x31, 0x10, 0x60, 0x31})
+	f.Add([]byte{0xcc, 0x60, 0xc0, 0xcc}) // adopt at 8, restart, adopt at 5 and 8 again: both ignored
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		tg := NewTarget(agentID, "b")
 		var recs []Record
@@ -46,6 +47,9 @@ func FuzzTargetStep(f *testing.F) {
 			lastRecords = len(rd.Records)
 			recs = append(recs, rd.Records...)
 			checkTargetStep(t, i, desc, before, tg.State(), rd)
+			if in.Kind == InAdopt && in.Epoch <= before.MaxEpoch && len(rd.Records) > 0 {
+				t.Fatalf("op %d (%s): adopted at epoch %d, not above MaxEpoch %d", i, desc, in.Epoch, before.MaxEpoch)
+			}
 		}
 	})
 }

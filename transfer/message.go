@@ -170,6 +170,11 @@ type Message struct {
 	// JournalFrom is where the journal tail carried by MsgPrepare starts
 	// (the events after it, up to Journal, travel with the message).
 	JournalFrom JournalPos `json:"journal_from,omitempty"`
+	// Stopped carries the operator's intent with MsgPrepare and
+	// MsgActivate: the agent is stopped (`agent stop`, `create --stopped`)
+	// and stays stopped on the target. The node sets it as it sends, from
+	// the intent at that moment; absent (older senders) means running.
+	Stopped bool `json:"stopped,omitempty"`
 
 	// Reason says why (MsgRefused).
 	Reason Reason `json:"reason,omitempty"`

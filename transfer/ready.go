@@ -127,6 +127,9 @@ type Action struct {
 	Journal JournalPos `json:"journal,omitempty"`
 	// JournalFrom: ActPush (push events after this position).
 	JournalFrom JournalPos `json:"journal_from,omitempty"`
+	// Stopped: ActPrepare, ActStart: the operator's intent the request
+	// carried (Message.Stopped): the agent stays stopped once it is here.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // InputKind names what happened.

@@ -85,6 +85,10 @@ type SourceState struct {
 	Operator string `json:"operator,omitempty"`
 	// Note is a human-readable reason for a rollback or a stale verdict.
 	Note string `json:"note,omitempty"`
+	// Seen is the highest epoch a reply of the peer reported (its MaxEpoch
+	// or holder epoch, from refusals and resolutions). A forced resolve
+	// resumes above it, also after a restart (docs/PROTOCOL.md §9.2).
+	Seen uint64 `json:"seen,omitempty"`
 }
 
 // TargetPhase is the phase of a Target's pending incoming move.

@@ -3,6 +3,7 @@ package transfer
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/agentcapsule/capsule/digest"
 )
@@ -42,7 +43,7 @@ type Source struct {
 	wanted   int64     // bytes the last pre-copy round wanted
 	attempts int       // failed attempts of the outstanding request or action
 	out      *Message  // the outstanding request, for resending
-	seen     uint64    // highest epoch a refusal or resolution reported
+	lastErr  string    // why the last attempt failed (InSendFailed's Problems), for notes
 	outcome  Outcome
 	// undo restores the state before the last Ready with records, in
 	// case the host reports InPersistFailed.
@@ -97,6 +98,14 @@ func (s *Source) Frozen() bool {
 	return true
 }
 
+// PastNoReturn reports whether the move is past its point of no return and
+// not settled: ACTIVATE_SENT is the last durable record, so the target may
+// run the agent at any moment (R5). The agent must not run here whatever
+// else the node believes; only an answer, a resolve or an operator's force
+// ends it. Frozen covers it; a node checks this too before an operator's
+// start, so the rule holds even if the two were ever to disagree.
+func (s *Source) PastNoReturn() bool { return s.st.Phase == RecActivateSent }
+
 // Step feeds one input to the source and returns what the host must do.
 func (s *Source) Step(in Input) Ready {
 	prev := s.clone()
@@ -126,12 +135,16 @@ func (s *Source) step(in Input) Ready {
 	case InMessage:
 		return s.receive(in.Msg)
 	case InSendFailed:
+		s.noteFailure(in.Problems)
 		return s.sendFailed()
 	case InTick:
 		return s.tick()
 	case InInventory:
 		return s.inventory(in.Inventory)
 	case InPushed:
+		if !in.OK {
+			s.noteFailure(in.Problems)
+		}
 		return s.pushed(in.OK)
 	case InFrozen:
 		return s.frozen(in)
@@ -157,7 +170,7 @@ func (s *Source) persistFailed() Ready {
 	switch failed.Records[0].Kind {
 	case RecMigrating:
 		*s = *prev
-		return s.abandon()
+		return s.abandon("could not persist MIGRATING")
 	case RecActivateSent:
 		*s = *prev
 		return s.rollback("could not persist ACTIVATE_SENT", true)
@@ -233,7 +246,7 @@ func (s *Source) pushed(ok bool) Ready {
 	if !ok {
 		s.attempts++
 		if s.attempts >= s.cfg.Retries {
-			return s.abandon()
+			return s.abandon(s.because(fmt.Sprintf("pre-copy push failed %d times", s.attempts)))
 		}
 		return s.freeze() // the frozen window carries what pre-copy could not
 	}
@@ -245,7 +258,10 @@ func (s *Source) pushed(ok bool) Ready {
 	return s.freeze()
 }
 
-func (s *Source) abandon() Ready {
+// abandon ends a move before MIGRATING: nothing durable to undo, the agent
+// never stopped. note says why (it is kept in the state, not in a record).
+func (s *Source) abandon(note string) Ready {
+	s.st.Note = note
 	s.phase = sAbandoned
 	s.outcome = OutcomeRolledBack
 	s.out = nil
@@ -282,7 +298,7 @@ func (s *Source) receive(m *Message) Ready {
 	if m.Epoch != s.out.Epoch {
 		return Ready{}
 	}
-	s.seen = max(s.seen, m.MaxEpoch, m.Holder)
+	s.st.Seen = max(s.st.Seen, m.MaxEpoch, m.Holder)
 	switch {
 	case m.Type == MsgRefused:
 		return s.refused(m)
@@ -293,7 +309,7 @@ func (s *Source) receive(m *Message) Ready {
 	case m.Type == MsgPrepared && s.phase == sPreparing:
 		return s.activate()
 	case m.Type == MsgActivated && s.phase == sActivating:
-		return s.retire()
+		return s.retire("")
 	case m.Type == MsgResolved && s.phase == sResolving:
 		return s.resolved(m)
 	case m.Type == MsgAborted && s.phase == sAborting:
@@ -321,7 +337,10 @@ func (s *Source) activate() Ready {
 	return r
 }
 
-func (s *Source) retire() Ready {
+// retire ends a committed move; note says how it was learnt ("" for the
+// activated reply).
+func (s *Source) retire(note string) Ready {
+	s.st.Note = note
 	s.phase, s.out = sCommitted, nil
 	s.outcome = OutcomeCommitted
 	return Ready{Records: []Record{s.record(RecRetired)},
@@ -332,7 +351,7 @@ func (s *Source) retire() Ready {
 func (s *Source) resolved(m *Message) Ready {
 	switch m.Resolution {
 	case ResolvedCommitted:
-		return s.retire()
+		return s.retire("resolve: the target had activated the move")
 	case ResolvedAborted:
 		return s.rollback("resolve: the target aborted the move", false)
 	}
@@ -340,10 +359,7 @@ func (s *Source) resolved(m *Message) Ready {
 }
 
 func (s *Source) refused(m *Message) Ready {
-	note := fmt.Sprintf("%s refused: %s", m.Re, m.Reason)
-	if len(m.Problems) > 0 {
-		note += fmt.Sprintf(" %v", m.Problems)
-	}
+	note := refusalNote(m)
 	switch {
 	case s.phase == sActivating:
 		return s.resolve() // only the fence may decide after activate was sent
@@ -353,14 +369,15 @@ func (s *Source) refused(m *Message) Ready {
 		s.phase, s.out = sRolledBack, nil
 		return Ready{}
 	case m.Reason == ReasonBusy:
+		s.lastErr = note
 		return s.sendFailed()
 	case m.Reason == ReasonStale || (m.Reason == ReasonHolder && m.Holder >= s.st.Epoch):
 		if s.phase == sHave {
-			return s.abandon()
+			return s.abandon(note)
 		}
 		return s.stale(note)
 	case s.phase == sHave:
-		return s.abandon()
+		return s.abandon(note)
 	}
 	return s.rollback(note, s.phase == sOffering || s.phase == sPreparing)
 }
@@ -411,6 +428,7 @@ func (s *Source) sendFailed() Ready {
 	case sResolving:
 		if s.outcome != OutcomeWaiting {
 			s.outcome = OutcomeWaiting
+			s.st.Note = s.because("activate sent, its outcome unknown: resolving")
 			return Ready{Outcome: OutcomeWaiting}
 		}
 		return Ready{}
@@ -421,11 +439,11 @@ func (s *Source) sendFailed() Ready {
 		return Ready{}
 	case sHave:
 		if s.attempts >= s.cfg.Retries {
-			return s.abandon()
+			return s.abandon(s.because(fmt.Sprintf("%s: no answer after %d attempts", s.out.Type, s.attempts)))
 		}
 	default:
 		if s.attempts >= s.cfg.Retries {
-			return s.rollback(fmt.Sprintf("%s: no answer after %d attempts", s.out.Type, s.attempts), true)
+			return s.rollback(s.because(fmt.Sprintf("%s: no answer after %d attempts", s.out.Type, s.attempts)), true)
 		}
 	}
 	return Ready{Messages: []Message{*s.out}}
@@ -466,7 +484,7 @@ func (s *Source) force(operator string, min uint64) Ready {
 	default:
 		return Ready{}
 	}
-	e := max(NextEpoch(s.st.Epoch, s.seen), min)
+	e := max(NextEpoch(s.st.Epoch, s.st.Seen), min)
 	s.st.Operator = operator
 	s.st.Resumed = e
 	s.st.Note = "forced by " + operator
@@ -486,4 +504,36 @@ func pick(inv []Blob, want []digest.Digest) []Blob {
 		}
 	}
 	return out
+}
+
+// noteFailure remembers why the last attempt failed (the host's error
+// text, e.g. a refused connection or a TLS error), for the notes.
+func (s *Source) noteFailure(problems []string) {
+	if len(problems) > 0 {
+		s.lastErr = strings.Join(problems, "; ")
+	}
+}
+
+// because appends the last failure's cause to note, when one is known.
+func (s *Source) because(note string) string {
+	if s.lastErr == "" {
+		return note
+	}
+	return note + ": " + s.lastErr
+}
+
+// refusalNote says who refused which request, why, and with what epochs,
+// so the operator reads the target's decision on the source side.
+func refusalNote(m *Message) string {
+	note := fmt.Sprintf("%s refused by %s: %s", m.Re, m.From, m.Reason)
+	switch m.Reason {
+	case ReasonStale:
+		note += fmt.Sprintf(" (it has seen epoch %d)", m.MaxEpoch)
+	case ReasonHolder:
+		note += fmt.Sprintf(" (it holds the agent at epoch %d)", m.Holder)
+	}
+	if len(m.Problems) > 0 {
+		note += ": " + strings.Join(m.Problems, "; ")
+	}
+	return note
 }

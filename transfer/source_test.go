@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/agentcapsule/capsule/digest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -286,3 +287,188 @@ func TestSourceAbortGivesUp(t *testing.T) {
 		t.Errorf("after %d failed aborts: done=%v, CheckStart=%v", DefaultAbortRetries, s.Done(), CheckStart(tg, s))
 	}
 }
+
+// TestSourceFrozenInEveryPhase pins when a source keeps the agent frozen
+// (PROTOCOL §7.1, §7.3): from MIGRATING until a rollback or a force, and
+// for ever once activate was sent (R5), retired or stale. A source that let
+// the agent run while activating would run it beside the new holder.
+func TestSourceFrozenInEveryPhase(t *testing.T) {
+	tests := []struct {
+		name   string
+		setup  func(t *testing.T) *Source
+		in     []func(*Source) Input
+		phase  string
+		frozen bool
+	}{
+		{"idle", func(t *testing.T) *Source { return newTestSource(t, 1) }, nil, "idle", false},
+		{"pre-copy have", precopying, nil, "have", false},
+		{"pre-copy push", precopying, []func(*Source) Input{wantAll}, "push", false},
+		{"freezing", func(t *testing.T) *Source {
+			s := newTestSource(t, 0)
+			s.Step(Input{Kind: InStart, Inventory: &Inventory{}})
+			return s
+		}, nil, "freezing", true},
+		{"offering", offering, nil, "offering", true},
+		{"preparing", offering, []func(*Source) Input{msg(MsgPromise)}, "preparing", true},
+		{"activating", activating, nil, "activating", true},
+		{"resolving", activating, []func(*Source) Input{lostRequest}, "resolving", true},
+		{"waiting", activating, []func(*Source) Input{lostRequest, lostRequest}, "resolving", true},
+		{"committed", activating, []func(*Source) Input{msg(MsgActivated)}, "committed", true},
+		{"stale", offering, []func(*Source) Input{refusedWith(ReasonStale, 0, 5)}, "stale", true},
+		{"aborting", offering, []func(*Source) Input{lostRequest, lostRequest}, "aborting", false},
+		{"rolled back", offering, []func(*Source) Input{lostRequest, lostRequest, msg(MsgAborted)}, "rolled_back", false},
+		{"forced", activating, []func(*Source) Input{lostRequest, force("alice", 0)}, "forced", false},
+		{"abandoned", precopying, []func(*Source) Input{lostRequest, lostRequest}, "abandoned", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.setup(t)
+			for _, in := range tt.in {
+				s.Step(in(s))
+			}
+			tg := NewTarget(agentID, "a")
+			tg.Step(Input{Kind: InAdopt, Epoch: 1})
+			_, may := MayRun(tg, s)
+			noReturn := tt.phase == "activating" || tt.phase == "resolving"
+			got := []any{s.Phase(), s.Frozen(), may, s.PastNoReturn()}
+			want := []any{tt.phase, tt.frozen, !tt.frozen, noReturn}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("phase, Frozen(), MayRun, PastNoReturn (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// precopying returns a source in its first pre-copy round (have sent).
+func precopying(t *testing.T) *Source {
+	s := newTestSource(t, 2)
+	s.Step(Input{Kind: InStart, Inventory: &Inventory{Blobs: []Blob{{Digest: digest.FromString("b1"), Size: 10}}}})
+	return s
+}
+
+func wantAll(s *Source) Input {
+	in := replyTo(s, MsgWant)
+	for _, b := range s.inv.Blobs {
+		in.Msg.Want = append(in.Msg.Want, b.Digest)
+	}
+	return in
+}
+
+func lostRequest(*Source) Input { return Input{Kind: InSendFailed} }
+
+func refusedWith(reason Reason, holder, max uint64) func(s *Source) Input {
+	return func(s *Source) Input {
+		in := replyTo(s, MsgRefused)
+		in.Msg.Reason, in.Msg.Holder, in.Msg.MaxEpoch = reason, holder, max
+		return in
+	}
+}
+
+func resolvedWith(res Resolution, max uint64) func(s *Source) Input {
+	return func(s *Source) Input {
+		in := replyTo(s, MsgResolved)
+		in.Msg.Resolution, in.Msg.MaxEpoch = res, max
+		return in
+	}
+}
+
+func force(operator string, min uint64) func(*Source) Input {
+	return func(*Source) Input { return Input{Kind: InForce, Operator: operator, Epoch: min} }
+}
+
+// TestForceEpochAboveEverySeen: a forced resolve resumes at an epoch
+// above every epoch the source knows: its offer, and every epoch a
+// refusal or a resolution reported (PROTOCOL §9.2), also after a restart
+// from the STALE record. Taking it from the offer alone would reuse an
+// epoch the target already holds or burned.
+func TestForceEpochAboveEverySeen(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T) *Source
+		in      []func(*Source) Input
+		min     uint64
+		restart bool
+		want    uint64
+	}{
+		{"from the offer alone", activating, []func(*Source) Input{lostRequest}, 0, false, 3},
+		{"from the node's MaxEpoch", activating, []func(*Source) Input{lostRequest}, 6, false, 6},
+		{"above a stale refusal", offering, []func(*Source) Input{refusedWith(ReasonStale, 0, 7)}, 0, false, 8},
+		{"above a holder refusal", offering, []func(*Source) Input{refusedWith(ReasonHolder, 9, 9)}, 2, false, 10},
+		{"above an unknown resolution", activating, []func(*Source) Input{lostRequest, resolvedWith(ResolvedUnknown, 11)}, 0, false, 12},
+		{"above a refusal after a restart", offering, []func(*Source) Input{refusedWith(ReasonStale, 0, 7)}, 0, true, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.setup(t)
+			var recs []Record
+			for _, in := range tt.in {
+				recs = append(recs, s.Step(in(s)).Records...)
+			}
+			if tt.restart {
+				var err error
+				if s, _, err = RecoverSource(recs, SourceConfig{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rd := s.Step(force("alice", tt.min)(s))
+			var got uint64
+			for _, a := range rd.Actions {
+				if a.Kind == ActResume {
+					got = a.Epoch
+				}
+			}
+			if got != tt.want || s.State().Resumed != tt.want {
+				t.Errorf("forced resume at %d (state says %d), want %d", got, s.State().Resumed, tt.want)
+			}
+		})
+	}
+}
+
+// TestOutcomeNotes: every outcome that is not a commit says why, and the
+// reason names the deciding side's words: the transport's error for a lost
+// request, the target's refusal with its epochs and problems.
+func TestOutcomeNotes(t *testing.T) {
+	lostWith := func(err string) func(*Source) Input {
+		return func(*Source) Input { return Input{Kind: InSendFailed, Problems: []string{err}} }
+	}
+	verifyFailed := func(s *Source) Input {
+		in := refusedWith(ReasonVerify, 0, 2)(s)
+		in.Msg.From, in.Msg.Problems = "b", []string{"blob 1a2b: digest mismatch"}
+		return in
+	}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T) *Source
+		in    []func(*Source) Input
+		want  string
+	}{
+		{"pre-copy unreachable", precopying, []func(*Source) Input{lostWith("connection refused"), lostWith("connection refused")},
+			"have: no answer after 2 attempts: connection refused"},
+		{"offer unreachable", offering, []func(*Source) Input{lostWith("tls: bad certificate"), lostWith("tls: bad certificate")},
+			"offer: no answer after 2 attempts: tls: bad certificate"},
+		{"pre-copy refused", precopying, []func(*Source) Input{refusedWith(ReasonHolder, 1, 1)},
+			"have refused by b: holder (it holds the agent at epoch 1)"},
+		{"verify failed", offering, []func(*Source) Input{msg(MsgPromise), verifyFailed},
+			"prepare refused by b: verify_failed: blob 1a2b: digest mismatch"},
+		{"stale", offering, []func(*Source) Input{refusedWith(ReasonStale, 0, 5)},
+			"offer refused by b: stale_epoch (it has seen epoch 5)"},
+		{"waiting", activating, []func(*Source) Input{lostWith("i/o timeout"), lostWith("i/o timeout")},
+			"activate sent, its outcome unknown: resolving: i/o timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.setup(t)
+			for _, in := range tt.in {
+				s.Step(in(s))
+			}
+			if s.Outcome() == "" || s.Outcome() == OutcomeCommitted {
+				t.Fatalf("outcome %q, want a failure", s.Outcome())
+			}
+			if got := s.State().Note; got != tt.want {
+				t.Errorf("note = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func msg(typ MsgType) func(*Source) Input { return func(s *Source) Input { return replyTo(s, typ) } }

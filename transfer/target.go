@@ -226,7 +226,7 @@ func (t *Target) verified(ok bool, problems []string) Ready {
 		return t.failWork(ReasonVerify, problems)
 	}
 	return Ready{Actions: []Action{{Kind: ActPrepare, Agent: m.Agent, Move: m.Move, Epoch: m.Epoch,
-		Blobs: m.Blobs, Manifest: m.Manifest, Journal: m.Journal}}}
+		Blobs: m.Blobs, Manifest: m.Manifest, Journal: m.Journal, Stopped: m.Stopped}}}
 }
 
 func (t *Target) prepared(ok bool, problems []string) Ready {
@@ -278,7 +278,7 @@ func (t *Target) activate(m Message) Ready {
 		t.st.MaxEpoch = max(t.st.MaxEpoch, p.Epoch)
 		t.remember(p.Move, p.Epoch, ResolvedCommitted)
 		r := Ready{Records: []Record{t.record(RecHolder)},
-			Actions: []Action{{Kind: ActStart, Agent: t.st.Agent, Move: p.Move, Epoch: p.Epoch}}}
+			Actions: []Action{{Kind: ActStart, Agent: t.st.Agent, Move: p.Move, Epoch: p.Epoch, Stopped: m.Stopped}}}
 		return r.merge(t.reply(m, MsgActivated, ""))
 	}
 	if t.isPending(m) {

@@ -1,6 +1,8 @@
 package transfer
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -151,5 +153,78 @@ func TestRecoverTarget(t *testing.T) {
 	}
 	if _, err := RecoverTarget(nil); err == nil {
 		t.Error("RecoverTarget(nil) succeeded")
+	}
+}
+
+// TestAdoptOnlyAboveMaxEpoch: a node becomes the holder outside a move
+// (InAdopt) only at an epoch above every epoch it has seen; an adopt at or
+// below MaxEpoch (an old backup re-adopting the agent, a force that did not
+// pick a new epoch) changes nothing and writes nothing (PROTOCOL §2,
+// MaxEpoch never decreases; §9.2).
+func TestAdoptOnlyAboveMaxEpoch(t *testing.T) {
+	burned := func(*testing.T) *Target { // MaxEpoch 5, not holder
+		tg := NewTarget(agentID, "b")
+		tg.Step(req(MsgResolve, "m1", 5))
+		return tg
+	}
+	tests := []struct {
+		name       string
+		setup      func(t *testing.T) *Target
+		epoch      uint64
+		wantRecord bool
+		wantMax    uint64
+		wantHolder uint64
+	}{
+		{"new agent", fresh, 1, true, 1, 1},
+		{"above a burned epoch", burned, 6, true, 6, 6},
+		{"at a burned epoch", burned, 5, false, 5, 0},
+		{"below a burned epoch", burned, 3, false, 5, 0},
+		{"below a promise", promised, 1, false, 2, 0},
+		{"at the holder's epoch", holder, 2, false, 2, 2},
+		{"below a prepared move", preparedTarget, 2, false, 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := tt.setup(t)
+			before := tg.State()
+			rd := tg.Step(Input{Kind: InAdopt, Epoch: tt.epoch})
+			if got := len(rd.Records) > 0; got != tt.wantRecord {
+				t.Errorf("records %+v, want a record: %v", rd.Records, tt.wantRecord)
+			}
+			if tg.MaxEpoch() != tt.wantMax || tg.Holder() != tt.wantHolder {
+				t.Errorf("max, holder = %d, %d; want %d, %d", tg.MaxEpoch(), tg.Holder(), tt.wantMax, tt.wantHolder)
+			}
+			if !tt.wantRecord {
+				if diff := cmp.Diff(before, tg.State()); diff != "" {
+					t.Errorf("a refused adopt changed the state (-before +after):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestIntentTravelsToTheActions: the operator's intent a prepare or an
+// activate carries (Message.Stopped) reaches ActPrepare and ActStart, and
+// a message of an older sender, without the field, means running
+// (PROTOCOL §4).
+func TestIntentTravelsToTheActions(t *testing.T) {
+	stopped := func(in Input) Input { in.Msg.Stopped = true; return in }
+	tg := promised(nil)
+	tg.Step(stopped(req(MsgPrepare, "m1", 2)))
+	rd := tg.Step(Input{Kind: InVerified, OK: true})
+	if len(rd.Actions) != 1 || rd.Actions[0].Kind != ActPrepare || !rd.Actions[0].Stopped {
+		t.Fatalf("verified: %+v, want ActPrepare with Stopped", rd.Actions)
+	}
+	tg.Step(Input{Kind: InPrepared, OK: true})
+	rd = tg.Step(stopped(req(MsgActivate, "m1", 2)))
+	if len(rd.Actions) != 1 || rd.Actions[0].Kind != ActStart || !rd.Actions[0].Stopped {
+		t.Fatalf("activate: %+v, want ActStart with Stopped", rd.Actions)
+	}
+	var old Message
+	if err := json.Unmarshal([]byte(`{"type":"activate","agent":"ag1","move":"m1","epoch":2,"from":"a","to":"b"}`), &old); err != nil || old.Stopped {
+		t.Errorf("an older sender's activate: %+v, %v; want running", old, err)
+	}
+	if b, _ := json.Marshal(Message{Type: MsgActivate}); strings.Contains(string(b), "stopped") {
+		t.Errorf("a running agent's activate carries %s; the field must be absent, as older senders send it", b)
 	}
 }

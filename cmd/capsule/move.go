@@ -95,10 +95,13 @@ func reportMove(w io.Writer, res api.MoveResult, asJSON bool) error {
 			fmt.Fprintf(w, "reason: %s\n", res.Reason)
 		}
 	}
-	if res.Outcome != api.OutcomeCommitted {
-		return fmt.Errorf("move %s: %s %s", res.MoveID, res.Outcome, res.Reason)
+	switch {
+	case res.Outcome == api.OutcomeCommitted:
+		return nil
+	case res.Reason == "":
+		return fmt.Errorf("move %s: %s", res.MoveID, res.Outcome)
 	}
-	return nil
+	return fmt.Errorf("move %s: %s: %s", res.MoveID, res.Outcome, res.Reason)
 }
 
 func humanBytes(n int64) string {
@@ -117,8 +120,12 @@ func newMoveStatusCmd() *cobra.Command {
 	var data string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:     "status AGENT",
-		Short:   "Show the latest move of an agent from this node",
+		Use:   "status AGENT",
+		Short: "Show the latest move of an agent from this node",
+		Long: `Show the latest move of an agent from this node: its ID, target, epoch,
+phase, outcome and the reason of any outcome but a commit (from whichever
+side decided it). An agent that never moved from this node answers
+"no move" (phase "none" in --json) and exits 0.`,
 		Example: "  capsule move status 01J... --data ~/capsule-a --json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -129,6 +136,10 @@ func newMoveStatusCmd() *cobra.Command {
 			st, err := cl.MoveStatus(cmd.Context(), args[0])
 			if err != nil {
 				return err
+			}
+			if st.Phase == api.PhaseNone && !asJSON {
+				fmt.Fprintf(cmd.OutOrStdout(), "agent %s: no move\n", args[0])
+				return nil
 			}
 			return printMoveStatus(cmd.OutOrStdout(), st, asJSON)
 		},
