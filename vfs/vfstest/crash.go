@@ -79,8 +79,10 @@ func (p CrashPoint) String() string {
 // It first runs op once to completion: setup(t, mem) builds a starting state
 // on a fresh vfs.Mem, which is then made durable (Mem.SyncAll); op runs on a
 // vfs.Faulty over that Mem, which records op's durable steps (File.Sync,
-// SyncDir, Rename; see vfs.Op.Durable). Op must succeed. That run's end is
-// the last crash point (Index == Total).
+// SyncDir, Rename; see vfs.Op.Durable). Op must succeed. The end of a
+// complete run is the last crash point (Index == Total); it is checked last,
+// on a run of its own, so that what op records in the test's variables (the
+// appends it acknowledged, say) belongs to the run being checked.
 //
 // Then, for each k in 0..Total-1, it builds a fresh Mem the same way and
 // runs op again; just before op's durable step k+1 the power goes: that
@@ -98,7 +100,7 @@ func (p CrashPoint) String() string {
 // names do); ForEachCrashPoint reports an error when the kinds differ.
 func ForEachCrashPoint(t *testing.T, setup func(t testing.TB, fsys vfs.FS), op func(fsys vfs.FS) error, check func(t *testing.T, fsys vfs.FS, at CrashPoint)) {
 	t.Helper()
-	mem, faulty := crashFixture(t, setup)
+	_, faulty := crashFixture(t, setup)
 	if err := op(faulty); err != nil {
 		t.Fatalf("op failed without a crash: %v", err)
 	}
@@ -114,7 +116,16 @@ func ForEachCrashPoint(t *testing.T, setup func(t testing.TB, fsys vfs.FS), op f
 		})
 	}
 	done := CrashPoint{Index: len(steps), Total: len(steps), Steps: steps}
-	t.Run(subtestName(done), func(t *testing.T) { forEachOutcome(t, mem, done, check) })
+	t.Run(subtestName(done), func(t *testing.T) {
+		// Run op to completion again, so that state op leaves in the
+		// test's variables (what it acknowledged) is this run's.
+		mem, faulty := crashFixture(t, setup)
+		if err := op(faulty); err != nil {
+			t.Fatalf("op failed without a crash: %v", err)
+		}
+		checkSameSteps(t, steps, faulty.DurableOps())
+		forEachOutcome(t, mem, done, check)
+	})
 }
 
 // forEachOutcome crashes copies of mem in each outcome of its unsynced
