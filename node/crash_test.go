@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,11 +18,42 @@ import (
 	"github.com/agentcapsule/capsule/vfs/vfstest"
 )
 
-// TestTargetPowerLossAfterActivate cuts the target's power (vfs.Mem drops
-// everything not synced) while it runs the agent it just took over. The
-// HOLDER record was durable before the agent started, so the restarted
-// target holds the agent again and runs it; the source stays retired.
+// powerLosses are the outcomes a node power-loss test cuts the power in:
+// every unsynced change lost, every one kept, and a few drawn at random
+// (seeds from -vfstest.crashseed on).
+func powerLosses() []struct {
+	name  string
+	crash func(t *testing.T, mem *vfs.Mem)
+} {
+	out := []struct {
+		name  string
+		crash func(t *testing.T, mem *vfs.Mem)
+	}{
+		{"lose_all", func(t *testing.T, mem *vfs.Mem) { mem.Crash() }},
+		{"keep_all", func(t *testing.T, mem *vfs.Mem) { mem.CrashKeeping(func(int) bool { return true }) }},
+	}
+	for i := range uint64(3) {
+		seed := vfstest.CrashSeed() + i
+		out = append(out, struct {
+			name  string
+			crash func(t *testing.T, mem *vfs.Mem)
+		}{fmt.Sprintf("seed_%d", seed), func(t *testing.T, mem *vfs.Mem) { vfstest.CrashRandom(t, mem, seed) }})
+	}
+	return out
+}
+
+// TestTargetPowerLossAfterActivate cuts the target's power while it runs
+// the agent it just took over, in several outcomes of the changes not yet
+// synced (powerLosses). The HOLDER record was durable before the agent
+// started, so the restarted target holds the agent again and runs it; the
+// source stays retired.
 func TestTargetPowerLossAfterActivate(t *testing.T) {
+	for _, pl := range powerLosses() {
+		t.Run(pl.name, func(t *testing.T) { targetPowerLossAfterActivate(t, pl.crash) })
+	}
+}
+
+func targetPowerLossAfterActivate(t *testing.T, crash func(t *testing.T, mem *vfs.Mem)) {
 	mem := vfs.NewMem()
 	ffs := vfs.NewFaulty(mem)
 	cl := newCluster(t, nodeOpts{}, nodeOpts{fsys: ffs})
@@ -31,7 +63,7 @@ func TestTargetPowerLossAfterActivate(t *testing.T) {
 		t.Fatalf("move: %+v", res)
 	}
 	waitSteps(t, b, id, 5)
-	mem.Crash()
+	crash(t, mem)
 	ffs.Fail(vfs.OpAny, "", vfs.ErrIO) // the dead machine writes nothing more
 	b.Close(context.Background())
 	ffs.Clear()
@@ -112,11 +144,17 @@ func TestCASReceiveCrash(t *testing.T) {
 
 // TestTargetPowerLossWithFreshBlobs cuts the target's power while its
 // staging flush syncs the blobs the prepare brought, which until then sit
-// unsynced in the fresh folder (cas.go finishFresh). The restarted target
-// has no fresh folder and no torn blob under any name in its store; the
-// source rolled back and runs the agent; a later move to the target
-// commits and its capsule verifies.
+// unsynced in the fresh folder (cas.go finishFresh), in several outcomes of
+// the changes not yet synced (powerLosses). The restarted target has no
+// torn blob under any name in its store; the source rolled back and runs
+// the agent; a later move to the target commits and its capsule verifies.
 func TestTargetPowerLossWithFreshBlobs(t *testing.T) {
+	for _, pl := range powerLosses() {
+		t.Run(pl.name, func(t *testing.T) { targetPowerLossWithFreshBlobs(t, pl.crash) })
+	}
+}
+
+func targetPowerLossWithFreshBlobs(t *testing.T, crash func(t *testing.T, mem *vfs.Mem)) {
 	mem := vfs.NewMem()
 	ffs := vfs.NewFaulty(mem)
 	cl := newCluster(t, nodeOpts{}, nodeOpts{fsys: ffs})
@@ -138,7 +176,7 @@ func TestTargetPowerLossWithFreshBlobs(t *testing.T) {
 			return nil
 		}
 		once.Do(func() {
-			mem.Crash()
+			crash(t, mem)
 			ffs.Fail(vfs.OpAny, "", vfs.ErrIO) // the dead machine writes nothing more
 			close(crashed)
 		})
@@ -176,6 +214,10 @@ func TestTargetPowerLossWithFreshBlobs(t *testing.T) {
 		}
 	}
 	waitSteps(t, a, id, 3)
+	// Staging the crash kept (its entries may have become durable on their
+	// own) belongs to a move still pending in the target's records: it goes
+	// when the source's retried abort arrives.
+	waitNoStaging(t, cl, a, id)
 	cl.checkHolder(a, id)
 	// The rolled-back move's abort reaches the restarted target first.
 	var res2 api.MoveResult

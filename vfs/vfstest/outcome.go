@@ -3,6 +3,7 @@ package vfstest
 import (
 	"flag"
 	"math/rand/v2"
+	"testing"
 
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -97,3 +98,27 @@ func all(n int, v bool) []bool {
 	}
 	return set
 }
+
+// CrashRandom crashes mem in one outcome of its unsynced changes, drawn
+// with seed: each change kept or lost at random, with what it needs. It
+// logs the seed and how many changes the crash kept.
+func CrashRandom(t testing.TB, mem *vfs.Mem, seed uint64) {
+	t.Helper()
+	changes := mem.Unsynced()
+	rng := rand.New(rand.NewPCG(seed, uint64(len(changes))))
+	set := make([]bool, len(changes))
+	for i := range set {
+		set[i] = rng.IntN(2) == 1
+	}
+	closeNeeds(changes, set)
+	kept := 0
+	for _, k := range set {
+		kept += boolInt(k)
+	}
+	t.Logf("crash with seed %d kept %d of %d unsynced changes", seed, kept, len(changes))
+	mem.CrashKeeping(func(i int) bool { return set[i] })
+}
+
+// CrashSeed is the seed the -vfstest.crashseed flag gives, for tests that
+// call CrashRandom.
+func CrashSeed() uint64 { return *crashSeed }
