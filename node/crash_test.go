@@ -319,3 +319,85 @@ func growLog(fsys vfs.FS, path string) error {
 	}
 	return f.Sync()
 }
+
+// TestTargetPowerLossDuringPromote cuts the target's power while it
+// promotes the staging of a move it just took over (the HOLDER record is
+// durable; the live capsule and workspace are being replaced by renames
+// not yet synced), in several outcomes of those changes (powerLosses). The
+// restarted target finishes the promotion (recover.go cleanStaging): the
+// move commits, the target runs the agent at the new epoch with a capsule
+// that verifies, and the source stays retired.
+func TestTargetPowerLossDuringPromote(t *testing.T) {
+	for _, pl := range powerLosses() {
+		t.Run(pl.name, func(t *testing.T) { targetPowerLossDuringPromote(t, pl.crash) })
+	}
+}
+
+func targetPowerLossDuringPromote(t *testing.T, crash func(t *testing.T, mem *vfs.Mem)) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFaulty(mem)
+	cl := newCluster(t, nodeOpts{}, nodeOpts{fsys: ffs})
+	a, b := cl.nodes[0], cl.nodes[1]
+	id := createAgent(t, a, "")
+	waitSteps(t, a, id, 3)
+	agentDir := filepath.Join(b.cfg.Dir, "agents", id)
+	var once sync.Once
+	crashed, promoting := make(chan struct{}), false
+	ffs.OnOp(func(rec vfs.OpRecord) error {
+		if rec.Op == vfs.OpRename && rec.NewPath == filepath.Join(agentDir, capsuleDir) {
+			promoting = true
+		}
+		if !promoting || rec.Op != vfs.OpSyncDir || rec.Path != agentDir {
+			return nil
+		}
+		once.Do(func() {
+			crash(t, mem)
+			ffs.Fail(vfs.OpAny, "", vfs.ErrIO) // the dead machine writes nothing more
+			close(crashed)
+		})
+		return vfs.ErrIO
+	})
+	result := make(chan api.MoveResult, 1)
+	go func() {
+		res, err := a.Move(context.Background(), id, api.MoveRequest{To: string(b.ID())}, nil)
+		if err != nil {
+			t.Errorf("move: %v", err)
+		}
+		result <- res
+	}()
+	select {
+	case <-crashed:
+	case res := <-result:
+		t.Fatalf("the move ended without a promotion on the target: %+v", res)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the target never promoted")
+	}
+	addr := b.Addr()
+	b.Close(context.Background())
+	ffs.OnOp(nil)
+	ffs.Clear()
+
+	b2 := newNodeAt(t, b.cfg.Dir, addr, nodeOpts{fsys: mem})
+	cl.nodes[1] = b2
+	select {
+	case res := <-result:
+		if res.Outcome != api.OutcomeCommitted {
+			t.Fatalf("move past the point of no return: %+v, want committed", res)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the move never ended after the target restarted")
+	}
+	waitSteps(t, b2, id, 3)
+	st, err := b2.Agent(t.Context(), id)
+	if err != nil || st.Epoch != 2 {
+		t.Fatalf("after power loss: %+v, %v; want holder at epoch 2", st, err)
+	}
+	cl.checkHolder(b2, id)
+	if _, err := b2.StopAgent(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	ag, _ := b2.getAgent(id)
+	if probs := verifyCapsule(mem, ag.capsule()); len(probs) > 0 {
+		t.Errorf("target capsule: %v", probs)
+	}
+}
