@@ -86,6 +86,7 @@ type crashLog struct {
 	last  map[slot]*entryOp    // newest pending op on each slot
 	byDir map[*node][]*entryOp // pending ops that change each directory
 	dead  map[*node]bool       // directories durably unlinked
+	done  int                  // ops in ops that are done
 }
 
 func (l *crashLog) init() {
@@ -126,7 +127,7 @@ func (l *crashLog) pending() []*entryOp {
 		}
 	}
 	clear(l.ops[len(out):])
-	l.ops = out
+	l.ops, l.done = out, 0
 	return out
 }
 
@@ -187,6 +188,7 @@ func (l *crashLog) apply(op *entryOp) {
 // finish marks op durable and forgets it in the indexes.
 func (l *crashLog) finish(op *entryOp) {
 	op.done = true
+	l.done++
 	for _, s := range op.slots() {
 		if l.last[s] == op {
 			delete(l.last, s)
@@ -226,6 +228,9 @@ func (l *crashLog) syncDir(d *node) {
 	ops := l.byDir[d]
 	delete(l.byDir, d)
 	l.persist(l.closure(ops))
+	if l.done > 1024 && l.done > len(l.ops)/2 {
+		l.pending() // drop the done ops
+	}
 }
 
 // record adds a pending entry change to m's log. The caller holds m.mu.
