@@ -3,6 +3,9 @@ package node
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,11 +18,42 @@ import (
 	"github.com/agentcapsule/capsule/vfs/vfstest"
 )
 
-// TestTargetPowerLossAfterActivate cuts the target's power (vfs.Mem drops
-// everything not synced) while it runs the agent it just took over. The
-// HOLDER record was durable before the agent started, so the restarted
-// target holds the agent again and runs it; the source stays retired.
+// powerLosses are the outcomes a node power-loss test cuts the power in:
+// every unsynced change lost, every one kept, and a few drawn at random
+// (seeds from -vfstest.crashseed on).
+func powerLosses() []struct {
+	name  string
+	crash func(t *testing.T, mem *vfs.Mem)
+} {
+	out := []struct {
+		name  string
+		crash func(t *testing.T, mem *vfs.Mem)
+	}{
+		{"lose_all", func(t *testing.T, mem *vfs.Mem) { mem.Crash() }},
+		{"keep_all", func(t *testing.T, mem *vfs.Mem) { mem.CrashKeeping(func(int) bool { return true }) }},
+	}
+	for i := range uint64(3) {
+		seed := vfstest.CrashSeed() + i
+		out = append(out, struct {
+			name  string
+			crash func(t *testing.T, mem *vfs.Mem)
+		}{fmt.Sprintf("seed_%d", seed), func(t *testing.T, mem *vfs.Mem) { vfstest.CrashRandom(t, mem, seed) }})
+	}
+	return out
+}
+
+// TestTargetPowerLossAfterActivate cuts the target's power while it runs
+// the agent it just took over, in several outcomes of the changes not yet
+// synced (powerLosses). The HOLDER record was durable before the agent
+// started, so the restarted target holds the agent again and runs it; the
+// source stays retired.
 func TestTargetPowerLossAfterActivate(t *testing.T) {
+	for _, pl := range powerLosses() {
+		t.Run(pl.name, func(t *testing.T) { targetPowerLossAfterActivate(t, pl.crash) })
+	}
+}
+
+func targetPowerLossAfterActivate(t *testing.T, crash func(t *testing.T, mem *vfs.Mem)) {
 	mem := vfs.NewMem()
 	ffs := vfs.NewFaulty(mem)
 	cl := newCluster(t, nodeOpts{}, nodeOpts{fsys: ffs})
@@ -29,7 +63,7 @@ func TestTargetPowerLossAfterActivate(t *testing.T) {
 		t.Fatalf("move: %+v", res)
 	}
 	waitSteps(t, b, id, 5)
-	mem.Crash()
+	crash(t, mem)
 	ffs.Fail(vfs.OpAny, "", vfs.ErrIO) // the dead machine writes nothing more
 	b.Close(context.Background())
 	ffs.Clear()
@@ -110,11 +144,17 @@ func TestCASReceiveCrash(t *testing.T) {
 
 // TestTargetPowerLossWithFreshBlobs cuts the target's power while its
 // staging flush syncs the blobs the prepare brought, which until then sit
-// unsynced in the fresh folder (cas.go finishFresh). The restarted target
-// has no fresh folder and no torn blob under any name in its store; the
-// source rolled back and runs the agent; a later move to the target
-// commits and its capsule verifies.
+// unsynced in the fresh folder (cas.go finishFresh), in several outcomes of
+// the changes not yet synced (powerLosses). The restarted target has no
+// torn blob under any name in its store; the source rolled back and runs
+// the agent; a later move to the target commits and its capsule verifies.
 func TestTargetPowerLossWithFreshBlobs(t *testing.T) {
+	for _, pl := range powerLosses() {
+		t.Run(pl.name, func(t *testing.T) { targetPowerLossWithFreshBlobs(t, pl.crash) })
+	}
+}
+
+func targetPowerLossWithFreshBlobs(t *testing.T, crash func(t *testing.T, mem *vfs.Mem)) {
 	mem := vfs.NewMem()
 	ffs := vfs.NewFaulty(mem)
 	cl := newCluster(t, nodeOpts{}, nodeOpts{fsys: ffs})
@@ -136,7 +176,7 @@ func TestTargetPowerLossWithFreshBlobs(t *testing.T) {
 			return nil
 		}
 		once.Do(func() {
-			mem.Crash()
+			crash(t, mem)
 			ffs.Fail(vfs.OpAny, "", vfs.ErrIO) // the dead machine writes nothing more
 			close(crashed)
 		})
@@ -174,6 +214,10 @@ func TestTargetPowerLossWithFreshBlobs(t *testing.T) {
 		}
 	}
 	waitSteps(t, a, id, 3)
+	// Staging the crash kept (its entries may have become durable on their
+	// own) belongs to a move still pending in the target's records: it goes
+	// when the source's retried abort arrives.
+	waitNoStaging(t, cl, a, id)
 	cl.checkHolder(a, id)
 	// The rolled-back move's abort reaches the restarted target first.
 	var res2 api.MoveResult
@@ -192,6 +236,162 @@ func TestTargetPowerLossWithFreshBlobs(t *testing.T) {
 		t.Fatalf("move after the restart: %+v", res2)
 	}
 	waitSteps(t, b2, id, 3)
+	cl.checkHolder(b2, id)
+	if _, err := b2.StopAgent(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	ag, _ := b2.getAgent(id)
+	if probs := verifyCapsule(mem, ag.capsule()); len(probs) > 0 {
+		t.Errorf("target capsule: %v", probs)
+	}
+}
+
+// TestRecordLogCrash cuts the power at every durable step of saving holder
+// records, in every outcome of the unsynced changes: the first save
+// replaces a legacy holder.json with a new log, the next ones append, and
+// the last comes after a log that outgrew maxRecordLog and is rewritten.
+// After the crash the newest record is the last acknowledged one or the
+// one being saved, never an older one, never none; and the next save
+// works, whatever the crash left (a torn last line, a leftover temporary
+// file). docs/PROTOCOL.md §5.
+func TestRecordLogCrash(t *testing.T) {
+	k := mustKey(t, 1)
+	dir := "/data"
+	path, legacy := filepath.Join(dir, HolderFile), filepath.Join(dir, "holder.json")
+	setup := func(t testing.TB, fsys vfs.FS) {
+		if err := vfs.MkdirAllDurable(fsys, dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		old, _ := json.MarshalIndent(adoptRecord(k, "01AGENT", 1), "", "  ")
+		if err := vfs.WriteFile(fsys, legacy, append(old, '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const last = 5
+	var acked uint64
+	op := func(fsys vfs.FS) error {
+		acked = 1
+		for e := uint64(2); e <= last; e++ {
+			if e == last { // a log that grew too large is rewritten
+				if err := growLog(fsys, path); err != nil {
+					return err
+				}
+			}
+			if err := saveRecord(fsys, path, adoptRecord(k, "01AGENT", e)); err != nil {
+				return err
+			}
+			acked = e
+		}
+		return nil
+	}
+	vfstest.ForEachCrashPoint(t, setup, op, func(t *testing.T, fsys vfs.FS, at vfstest.CrashPoint) {
+		tg, err := LoadTarget(fsys, path, k.ID(), "01AGENT")
+		if err != nil {
+			t.Fatalf("%v: %v", at, err)
+		}
+		if got := tg.Holder(); got != acked && (at.Done() || got != acked+1) {
+			t.Fatalf("%v: holder epoch %d after %d was acknowledged", at, got, acked)
+		}
+		if err := saveRecord(fsys, path, adoptRecord(k, "01AGENT", last+1)); err != nil {
+			t.Fatalf("%v: save after the crash: %v", at, err)
+		}
+		if got := holderAt(t, fsys, path, k); got != last+1 {
+			t.Fatalf("%v: after a save of epoch %d the log reads %d", at, last+1, got)
+		}
+	})
+}
+
+// growLog appends copies of the newest record to the log at path, durably,
+// until it is past maxRecordLog.
+func growLog(fsys vfs.FS, path string) error {
+	b, err := vfs.ReadFile(fsys, path)
+	if err != nil {
+		return err
+	}
+	lastLine := b[bytes.LastIndexByte(b[:len(b)-1], '\n')+1:]
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write(bytes.Repeat(lastLine, maxRecordLog/len(lastLine)+1)); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// TestTargetPowerLossDuringPromote cuts the target's power while it
+// promotes the staging of a move it just took over (the HOLDER record is
+// durable; the live capsule and workspace are being replaced by renames
+// not yet synced), in several outcomes of those changes (powerLosses). The
+// restarted target finishes the promotion (recover.go cleanStaging): the
+// move commits, the target runs the agent at the new epoch with a capsule
+// that verifies, and the source stays retired.
+func TestTargetPowerLossDuringPromote(t *testing.T) {
+	for _, pl := range powerLosses() {
+		t.Run(pl.name, func(t *testing.T) { targetPowerLossDuringPromote(t, pl.crash) })
+	}
+}
+
+func targetPowerLossDuringPromote(t *testing.T, crash func(t *testing.T, mem *vfs.Mem)) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFaulty(mem)
+	cl := newCluster(t, nodeOpts{}, nodeOpts{fsys: ffs})
+	a, b := cl.nodes[0], cl.nodes[1]
+	id := createAgent(t, a, "")
+	waitSteps(t, a, id, 3)
+	agentDir := filepath.Join(b.cfg.Dir, "agents", id)
+	var once sync.Once
+	crashed, promoting := make(chan struct{}), false
+	ffs.OnOp(func(rec vfs.OpRecord) error {
+		if rec.Op == vfs.OpRename && rec.NewPath == filepath.Join(agentDir, capsuleDir) {
+			promoting = true
+		}
+		if !promoting || rec.Op != vfs.OpSyncDir || rec.Path != agentDir {
+			return nil
+		}
+		once.Do(func() {
+			crash(t, mem)
+			ffs.Fail(vfs.OpAny, "", vfs.ErrIO) // the dead machine writes nothing more
+			close(crashed)
+		})
+		return vfs.ErrIO
+	})
+	result := make(chan api.MoveResult, 1)
+	go func() {
+		res, err := a.Move(context.Background(), id, api.MoveRequest{To: string(b.ID())}, nil)
+		if err != nil {
+			t.Errorf("move: %v", err)
+		}
+		result <- res
+	}()
+	select {
+	case <-crashed:
+	case res := <-result:
+		t.Fatalf("the move ended without a promotion on the target: %+v", res)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the target never promoted")
+	}
+	addr := b.Addr()
+	b.Close(context.Background())
+	ffs.OnOp(nil)
+	ffs.Clear()
+
+	b2 := newNodeAt(t, b.cfg.Dir, addr, nodeOpts{fsys: mem})
+	cl.nodes[1] = b2
+	select {
+	case res := <-result:
+		if res.Outcome != api.OutcomeCommitted {
+			t.Fatalf("move past the point of no return: %+v, want committed", res)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the move never ended after the target restarted")
+	}
+	waitSteps(t, b2, id, 3)
+	st, err := b2.Agent(t.Context(), id)
+	if err != nil || st.Epoch != 2 {
+		t.Fatalf("after power loss: %+v, %v; want holder at epoch 2", st, err)
+	}
 	cl.checkHolder(b2, id)
 	if _, err := b2.StopAgent(t.Context(), id); err != nil {
 		t.Fatal(err)

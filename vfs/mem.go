@@ -25,32 +25,39 @@ const maxSymlinks = 40
 // bits and setuid, setgid and sticky, like os.Chmod.
 const modeMask = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 
-// Mem is an in-memory FS that models durability like a journaling file system
-// used correctly, so tests can simulate a power loss with Crash.
+// Mem is an in-memory FS that models durability no better than POSIX and
+// ext4 promise, so tests can simulate a power loss with Crash or, for any
+// chosen outcome of the unsynced changes, CrashKeeping.
 //
-// The model:
+// The model (the package doc says why it is this one):
 //   - A regular file has current contents and durable contents; File.Sync
-//     makes the current contents durable.
-//   - A directory has current entries and durable entries. OpenFile with
-//     O_CREATE, Mkdir, Symlink, Remove, RemoveAll and Rename change current
-//     entries only; SyncDir (or Sync of the directory opened as a File) makes
-//     the directory's current entries durable. A rename between two
-//     directories changes both, and each side becomes durable with its own
-//     SyncDir.
+//     makes the current contents durable. A crash keeps, per file, the
+//     durable contents, the current ones, or (after an append) the durable
+//     contents and the first half of the appended bytes: a torn append.
+//   - Each change of a directory entry (a file created by OpenFile with
+//     O_CREATE, Mkdir, Symlink, Remove, each entry RemoveAll unlinks,
+//     Rename) is pending until SyncDir of a directory it changes (or Sync of
+//     that directory opened as a File) makes it durable, together with
+//     every pending change it needs. A crash may keep or lose each pending
+//     change on its own, except that keeping one keeps what it needs: the
+//     earlier changes of the same name (a rename of a temporary file needs
+//     its creation), and for a directory rename every earlier change (so no
+//     crash can put a directory inside itself). A rename is one change: the
+//     new name shows the moved node and the old name is gone, or neither
+//     happened; syncing either directory of a cross-directory rename makes
+//     both sides durable.
 //   - Mode bits become durable with File.Sync of the file, with SyncDir of the
 //     directory itself, or with SyncDir of a directory that holds an entry
 //     for it (metadata travels with the journal commit).
-//   - Crash reverts every directory reachable from the root through durable
-//     entries to its durable entries, every such file to its durable
-//     contents, and invalidates all open handles (their operations return
-//     ErrCrashed). A file or directory reachable only through entries that
-//     were never synced vanishes with everything below it.
+//   - A crash reverts every directory reachable from the root through
+//     durable entries to its durable entries (with the kept changes), every
+//     such file to its durable contents, and invalidates all open handles
+//     (their operations return ErrCrashed). A file or directory reachable
+//     only through changes the crash lost vanishes with everything below it.
 //
-// Because each directory's durability is modelled on its own, a rename
-// between directories whose source side was never synced can leave the same
-// file reachable under both names after a crash, as an unsynced rename may on
-// a real file system. A directory that would thereby become its own ancestor
-// is dropped from the later parent (in name order) to keep the tree a tree.
+// Unsynced lists the pending changes with what each needs; CrashKeeping
+// takes the indices to keep. Crash keeps none, the outcome in which the
+// most is lost; vfstest.ForEachCrashPoint checks the others too.
 //
 // Paths may be absolute or relative; relative paths are relative to "/".
 // Names are cleaned lexically first (filepath.Clean), so "x/../a" means "a"
@@ -67,7 +74,8 @@ const modeMask = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 type Mem struct {
 	mu   sync.Mutex
 	root *node
-	gen  uint64 // incremented by Crash; handles of older generations are dead
+	gen  uint64   // incremented by Crash; handles of older generations are dead
+	log  crashLog // entry changes not yet durable
 }
 
 var _ FS = (*Mem)(nil)
@@ -164,6 +172,7 @@ func (m *Mem) open(name string, flag int, perm fs.FileMode) (*node, error) {
 	case r.n == nil:
 		r.n = newFile(perm)
 		r.dir.ents[r.base] = r.n
+		m.record(ChangeCreate, r, r.n)
 	case r.n.isDir() && (writable || flag&os.O_TRUNC != 0):
 		return nil, syscall.EISDIR
 	case r.mustDir && !r.n.isDir():
@@ -205,6 +214,7 @@ func (m *Mem) remove(name string) error {
 		return syscall.ENOTDIR
 	}
 	delete(r.dir.ents, r.base)
+	m.record(ChangeRemove, r, r.n)
 	return nil
 }
 
@@ -227,20 +237,24 @@ func (m *Mem) RemoveAll(name string) error {
 	if err != nil {
 		return &fs.PathError{Op: "unlinkat", Path: name, Err: err}
 	}
-	clearTree(r.n)
+	m.clearTree(r.n, r.path)
 	if r.dir != nil { // RemoveAll("/") empties the root but keeps it
 		delete(r.dir.ents, r.base)
+		m.record(ChangeRemove, r, r.n)
 	}
 	return nil
 }
 
-// clearTree unlinks every current entry below n.
-func clearTree(n *node) {
+// clearTree unlinks every current entry below n, whose path is path, the
+// deepest first.
+func (m *Mem) clearTree(n *node, path string) {
 	if !n.isDir() {
 		return
 	}
-	for _, c := range n.ents {
-		clearTree(c)
+	for _, name := range sortedNames(n.ents) {
+		c, p := n.ents[name], strings.TrimSuffix(path, "/")+"/"+name
+		m.clearTree(c, p)
+		m.record(ChangeRemove, resolved{dir: n, base: name, path: p}, c)
 	}
 	n.ents = map[string]*node{}
 }
@@ -278,6 +292,7 @@ func (m *Mem) rename(oldname, newname string) error {
 	}
 	delete(src.dir.ents, src.base)
 	dst.dir.ents[dst.base] = src.n
+	m.recordRename(src, dst)
 	return nil
 }
 
@@ -321,7 +336,9 @@ func (m *Mem) mkdir(name string, perm fs.FileMode) error {
 	case r.n != nil:
 		return syscall.EEXIST
 	}
-	r.dir.ents[r.base] = newDir(perm)
+	d := newDir(perm)
+	r.dir.ents[r.base] = d
+	m.record(ChangeMkdir, r, d)
 	return nil
 }
 
@@ -430,7 +447,9 @@ func (m *Mem) Symlink(oldname, newname string) error {
 		return &os.LinkError{Op: "symlink", Old: oldname, New: newname, Err: err}
 	}
 	mode := fs.ModeSymlink | fs.ModePerm
-	r.dir.ents[r.base] = &node{mode: mode, durMode: mode, target: oldname}
+	l := &node{mode: mode, durMode: mode, target: oldname}
+	r.dir.ents[r.base] = l
+	m.record(ChangeSymlink, r, l)
 	return nil
 }
 
@@ -473,8 +492,16 @@ func (m *Mem) SyncDir(name string) error {
 	if err != nil {
 		return &fs.PathError{Op: "syncdir", Path: name, Err: err}
 	}
-	n.syncDir()
+	m.syncDir(n)
 	return nil
+}
+
+// syncDir makes directory n durable: its pending entry changes (and what
+// they need) and its mode bits and those of its children. The caller holds
+// m.mu.
+func (m *Mem) syncDir(n *node) {
+	m.log.syncDir(n)
+	n.syncDir()
 }
 
 func (n *node) syncDir() {
@@ -489,17 +516,6 @@ func (n *node) syncDir() {
 func (n *node) syncData() {
 	n.durData = bytes.Clone(n.data)
 	n.durMode = n.mode
-}
-
-// Crash simulates a power loss: every directory reverts to its durable
-// entries and every file to its durable contents and mode; what was reachable
-// only through unsynced entries is gone. Every File opened before Crash
-// returns ErrCrashed from then on.
-func (m *Mem) Crash() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.gen++
-	crashTree(m.root, map[*node]bool{})
 }
 
 func crashTree(d *node, visited map[*node]bool) {
@@ -527,6 +543,8 @@ func crashTree(d *node, visited map[*node]bool) {
 func (m *Mem) SyncAll() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.log.persist(m.log.pending())
+	m.log = crashLog{}
 	syncTree(m.root)
 }
 
@@ -546,7 +564,10 @@ func syncTree(d *node) {
 func (m *Mem) Clone() *Mem {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return &Mem{root: cloneNode(m.root, map[*node]*node{})}
+	seen := map[*node]*node{}
+	c := &Mem{root: cloneNode(m.root, seen)}
+	c.log = m.log.clone(seen)
+	return c
 }
 
 func cloneNode(n *node, seen map[*node]*node) *node {

@@ -113,8 +113,8 @@ func TestMemCrashModel(t *testing.T) {
 		{"rename unsynced", []step{rename("/a", "/b")}, base},
 		{"rename synced", []step{rename("/a", "/b"), syncDir("/")}, with("a", "<gone>", "b", "A")},
 		{"rename over file synced", []step{put("/d/t", "T"), fsync("/d/t"), rename("/d/t", "/d/x"), syncDir("/d")}, with("d/x", "T")},
-		{"rename across dirs, only target synced", []step{rename("/a", "/d/a"), syncDir("/d")}, with("d/a", "A")},
-		{"rename across dirs, only source synced", []step{rename("/a", "/d/a"), syncDir("/")}, with("a", "<gone>")},
+		{"rename across dirs, only target synced", []step{rename("/a", "/d/a"), syncDir("/d")}, with("a", "<gone>", "d/a", "A")},
+		{"rename across dirs, only source synced", []step{rename("/a", "/d/a"), syncDir("/")}, with("a", "<gone>", "d/a", "A")},
 		{"rename across dirs, both synced", []step{rename("/a", "/d/a"), syncDir("/d"), syncDir("/")}, with("a", "<gone>", "d/a", "A")},
 		{"remove unsynced", []step{remove("/a")}, base},
 		{"remove synced", []step{remove("/a"), syncDir("/")}, with("a", "<gone>")},
@@ -195,19 +195,19 @@ func TestMemCrashModeBits(t *testing.T) {
 	}
 }
 
-// TestMemCrashNoCycle builds durable entries that would make a directory its
-// own ancestor (possible only because each side of a rename is synced
-// separately) and checks that Crash still yields a finite tree.
+// TestMemCrashNoCycle: a directory rename needs every change before it,
+// so syncing one side of the second rename below also keeps the first, and
+// no crash makes a directory its own ancestor.
 func TestMemCrashNoCycle(t *testing.T) {
 	m := vfs.NewMem()
 	must(t, m.MkdirAll("/a/b", 0o755))
 	m.SyncAll()
 	must(t, m.Rename("/a/b", "/b"))
 	must(t, m.Rename("/a", "/b/a"))
-	must(t, m.SyncDir("/b")) // durable: / has a; a has b; b has a
+	must(t, m.SyncDir("/b")) // without the first rename: a has b, b has a
 	m.Crash()
 	got := vfstest.Snapshot(t, m, "/")
-	want := map[string]string{"a/": "", "a/b/": ""}
+	want := map[string]string{"b/": "", "b/a/": ""}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after crash (-want +got):\n%s", diff)
 	}

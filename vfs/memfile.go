@@ -154,7 +154,7 @@ func (f *memFile) Sync() error {
 	}
 	defer f.unlock()
 	if f.n.isDir() {
-		f.n.syncDir()
+		f.m.syncDir(f.n)
 	} else {
 		f.n.syncData()
 	}

@@ -2,10 +2,39 @@
 //
 // FS is implemented by OS (the real file system) and by Mem, an in-memory twin
 // that remembers which bytes and directory entries were made durable and can
-// simulate a crash that drops everything else. Faulty wraps any FS to inject
-// errors (ENOSPC, EIO) on a named operation and path. Package vfs/vfstest
-// holds the conformance suite every FS passes and ForEachCrashPoint, which
-// crashes a Mem after each durable step of an operation.
+// simulate a crash in which each change not yet durable survives or not.
+// Faulty wraps any FS to inject errors (ENOSPC, EIO) on a named operation
+// and path. Package vfs/vfstest holds the conformance suite every FS passes
+// and ForEachCrashPoint, which crashes a Mem before each durable step of an
+// operation, in every outcome of its unsynced changes (or, when there are
+// too many, in both outcomes of each change and a seeded sample).
+//
+// # The crash model
+//
+// Code that uses an FS may rely on what POSIX and Linux promise and on
+// nothing more:
+//   - File.Sync (fsync) makes a file's contents durable, not its name.
+//   - SyncDir (fsync of the directory) makes the directory's entries durable:
+//     the files created, removed and renamed in it.
+//   - Rename is atomic: after a crash the new name shows the old node or
+//     the moved one, never nothing, and the moved node is not under both
+//     names (ext4, XFS and btrfs journal a rename as one change).
+//   - Anything not synced may or may not survive, independently of other
+//     unsynced changes: a rename, a creation or a removal can become durable
+//     on its own before SyncDir (ext4 commits its journal every few seconds),
+//     and an unsynced append may survive in part.
+//
+// ext4 with the default data=ordered promises somewhat more: it commits
+// metadata changes in order, so a crash keeps a prefix of them, and a file
+// fsync commits every earlier metadata change as well. Mem does not model
+// that order: it may keep a later unsynced change and lose an earlier one in
+// another directory, as file systems with per-file logs (btrfs's fsync log)
+// can. Every set of directory entries ext4 can leave is among Mem's
+// outcomes; of the ways an append can tear, Mem shows one (half the new
+// bytes kept), which is enough to exercise a reader's torn-tail handling.
+// It follows that code must sync a directory before a step whose safety
+// depends on the entries in it, and must not move into place, before its
+// commit point is durable, anything that recovery would roll back.
 //
 // The pure packages (digest, manifest, journal, render, transfer) never import
 // vfs; the capsule, node and command packages do.

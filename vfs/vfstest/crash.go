@@ -3,6 +3,7 @@ package vfstest
 import (
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -21,6 +22,11 @@ type CrashPoint struct {
 	// Err is what op returned in this run. After a crash it normally wraps
 	// vfs.ErrCrashed; in the complete run (Index == Total) it is nil.
 	Err error
+	// Unsynced are the changes that were not durable when the power went
+	// (vfs.Mem.Unsynced); Kept[i] tells whether this outcome of the crash
+	// kept Unsynced[i].
+	Unsynced []vfs.Change
+	Kept     []bool
 }
 
 // Done reports whether op ran to completion before the crash.
@@ -35,9 +41,9 @@ func (p CrashPoint) Next() (step vfs.OpRecord, ok bool) {
 	return p.Steps[p.Index], true
 }
 
-// String names the crash point, as in "after 2 of 5 durable steps, before
+// Where names the crash point, as in "after 2 of 5 durable steps, before
 // rename /cap/.tmp-manifest.json-3 -> /cap/manifest.json".
-func (p CrashPoint) String() string {
+func (p CrashPoint) Where() string {
 	s := fmt.Sprintf("after %d of %d durable steps", p.Index, p.Total)
 	if next, ok := p.Next(); ok {
 		s += ", before " + next.String()
@@ -45,47 +51,141 @@ func (p CrashPoint) String() string {
 	return s
 }
 
+// String names the crash point and the outcome, as in "after 3 of 5
+// durable steps, before syncdir /cap; kept: rename /cap/a -> /cap/b; lost:
+// create /cap/c".
+func (p CrashPoint) String() string {
+	s := p.Where()
+	var kept, lost []string
+	for i, c := range p.Unsynced {
+		if p.Kept[i] {
+			kept = append(kept, c.String())
+		} else {
+			lost = append(lost, c.String())
+		}
+	}
+	if len(kept) > 0 {
+		s += "; kept: " + strings.Join(kept, ", ")
+	}
+	if len(lost) > 0 {
+		s += "; lost: " + strings.Join(lost, ", ")
+	}
+	return s
+}
+
 // ForEachCrashPoint checks that op survives a power loss at every point
-// where the loss could matter.
+// where the loss could matter, in every way the loss can turn out.
 //
 // It first runs op once to completion: setup(t, mem) builds a starting state
 // on a fresh vfs.Mem, which is then made durable (Mem.SyncAll); op runs on a
 // vfs.Faulty over that Mem, which records op's durable steps (File.Sync,
-// SyncDir, Rename; see vfs.Op.Durable). Op must succeed. The Mem then
-// crashes and check runs with Index == Total.
+// SyncDir, Rename; see vfs.Op.Durable). Op must succeed. The end of a
+// complete run is the last crash point (Index == Total); it is checked last,
+// on a run of its own, so that what op records in the test's variables (the
+// appends it acknowledged, say) belongs to the run being checked.
 //
 // Then, for each k in 0..Total-1, it builds a fresh Mem the same way and
-// runs op again; just before op's durable step k+1, the Mem crashes and that
+// runs op again; just before op's durable step k+1 the power goes: that
 // step and every later operation of op fail with an error wrapping
-// vfs.ErrCrashed, so op returns early. check(t, mem, point) then inspects
-// the Mem as it is after the crash, in a subtest named after the point.
+// vfs.ErrCrashed, so op returns early.
 //
-// A crash before durable step k+1 leaves exactly what a crash right after
-// step k would, because a Mem changes its durable state only in durable
-// steps. Check must hold at every point: typically "the old state or the new
-// state, and it verifies". Op must be deterministic: the same durable steps
-// in the same order on every run (paths may differ, as WriteFile's temporary
+// At each crash point the changes not yet durable (vfs.Mem.Unsynced) may
+// each survive or not. For each outcome (see Outcomes), a copy of the Mem
+// crashes keeping that outcome's changes (vfs.Mem.CrashKeeping) and
+// check(t, mem, point) inspects it, in a subtest named after the point and
+// the outcome; outcomes that leave the same tree are checked once. Check
+// must hold for every one: typically "the old state or the new state, and
+// it verifies". Op must be deterministic: the same durable steps in the
+// same order on every run (paths may differ, as WriteFile's temporary
 // names do); ForEachCrashPoint reports an error when the kinds differ.
 func ForEachCrashPoint(t *testing.T, setup func(t testing.TB, fsys vfs.FS), op func(fsys vfs.FS) error, check func(t *testing.T, fsys vfs.FS, at CrashPoint)) {
 	t.Helper()
-	mem, faulty := crashFixture(t, setup)
+	_, faulty := crashFixture(t, setup)
 	if err := op(faulty); err != nil {
 		t.Fatalf("op failed without a crash: %v", err)
 	}
 	steps := faulty.DurableOps()
-	mem.Crash()
-	done := CrashPoint{Index: len(steps), Total: len(steps), Steps: steps}
 	for k := range steps {
 		at := CrashPoint{Index: k, Total: len(steps), Steps: steps}
 		t.Run(subtestName(at), func(t *testing.T) {
 			mem, faulty := crashFixture(t, setup)
-			faulty.OnOp(crashBefore(mem, k))
+			faulty.OnOp(crashBefore(k))
 			at.Err = op(faulty)
 			checkSameSteps(t, steps[:k], faulty.DurableOps())
-			check(t, mem, at)
+			forEachOutcome(t, mem, at, check)
 		})
 	}
-	t.Run(subtestName(done), func(t *testing.T) { check(t, mem, done) })
+	done := CrashPoint{Index: len(steps), Total: len(steps), Steps: steps}
+	t.Run(subtestName(done), func(t *testing.T) {
+		// Run op to completion again, so that state op leaves in the
+		// test's variables (what it acknowledged) is this run's.
+		mem, faulty := crashFixture(t, setup)
+		if err := op(faulty); err != nil {
+			t.Fatalf("op failed without a crash: %v", err)
+		}
+		checkSameSteps(t, steps, faulty.DurableOps())
+		forEachOutcome(t, mem, done, check)
+	})
+}
+
+// forEachOutcome crashes copies of mem in each outcome of its unsynced
+// changes and runs check on each tree not seen before.
+func forEachOutcome(t *testing.T, mem *vfs.Mem, at CrashPoint, check func(t *testing.T, fsys vfs.FS, at CrashPoint)) {
+	t.Helper()
+	at.Unsynced = mem.Unsynced()
+	kept, sampled := Outcomes(at.Unsynced, *crashSeed, *crashSamples)
+	if sampled {
+		t.Logf("%d unsynced changes: checking %d outcomes, sampled with -vfstest.crashseed=%d -vfstest.crashsamples=%d",
+			len(at.Unsynced), len(kept), *crashSeed, *crashSamples)
+	}
+	seen := map[string]bool{}
+	for _, k := range kept {
+		c := mem.Clone()
+		c.CrashKeeping(func(i int) bool { return k[i] })
+		key := treeKey(t, c)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		at.Kept = k
+		t.Run(outcomeName(k), func(t *testing.T) { check(t, c, at) })
+	}
+}
+
+// treeKey renders the whole tree of fsys, to tell outcomes apart.
+func treeKey(t *testing.T, fsys vfs.FS) string {
+	snap := Snapshot(t, fsys, "/")
+	keys := make([]string, 0, len(snap))
+	for k := range snap {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%q=%q\n", k, snap[k])
+	}
+	return b.String()
+}
+
+// outcomeName names an outcome by the changes it keeps, one digit each:
+// "keep_101" kept the first and the third of three; "none" had nothing to
+// choose.
+func outcomeName(kept []bool) string {
+	if len(kept) == 0 {
+		return "none"
+	}
+	b := []byte("keep_")
+	for _, k := range kept {
+		b = append(b, "01"[boolInt(k)])
+	}
+	return string(b)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // crashFixture returns a fresh Mem holding setup's state, durably, and a
@@ -100,14 +200,14 @@ func crashFixture(t *testing.T, setup func(t testing.TB, fsys vfs.FS)) (*vfs.Mem
 	return mem, vfs.NewFaulty(mem)
 }
 
-// crashBefore returns an OnOp hook that crashes mem just before durable step
-// k+1 and fails every operation from then on.
-func crashBefore(mem *vfs.Mem, k int) func(vfs.OpRecord) error {
+// crashBefore returns an OnOp hook that cuts the power just before durable
+// step k+1: it fails every operation from then on, so the Mem below keeps
+// the state of that moment for forEachOutcome to crash.
+func crashBefore(k int) func(vfs.OpRecord) error {
 	seen, crashed := 0, false
 	return func(rec vfs.OpRecord) error {
 		if !crashed && rec.Op.Durable() {
 			if seen == k {
-				mem.Crash()
 				crashed = true
 			}
 			seen++

@@ -1,7 +1,8 @@
 // Package vfstest holds test helpers for vfs: the conformance suite TestFS
 // that every vfs.FS implementation must pass, and ForEachCrashPoint, which
-// runs an operation against a vfs.Mem and crashes it after each of its
-// durable steps. Only tests import it.
+// runs an operation against a vfs.Mem and crashes it before each of its
+// durable steps, in every outcome of the changes not yet synced (Outcomes;
+// CrashRandom draws one). Only tests import it.
 package vfstest
 
 import (
