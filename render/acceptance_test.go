@@ -483,9 +483,16 @@ func TestAcceptance16_InstructionsPlacement(t *testing.T) {
 	if !strings.Contains(compact(at(a.v["messages"], 2)), "French") || str(obj(at(a.v["messages"], 2))["role"]) != "user" {
 		t.Errorf("anthropic: the mid instruction should be user-side text: %s", a.body)
 	}
-	m := mustRender(t, j.Events(), claudeMid)
-	if d := cmp.Diff([]string{"user", "assistant", "system", "user"}, roles(m.v["messages"])); d != "" {
-		t.Errorf("anthropic with mid-conversation system (-want +got):\n%s", d)
+	// Models flagged MidSystem get the same form: the Messages API
+	// refuses role "system" inside messages.
+	for _, tg := range []render.Target{claudeMid, claudeOpus} {
+		m := mustRender(t, j.Events(), tg)
+		if d := cmp.Diff([]string{"user", "assistant", "user"}, roles(m.v["messages"])); d != "" || has(m.body, `"role":"system"`) {
+			t.Errorf("anthropic %s, flagged mid-conversation system (-want +got):\n%s", tg.Model, d)
+		}
+		if !strings.Contains(compact(at(m.v["messages"], 2)), "[System instruction]\\nFrom now on answer in French.") {
+			t.Errorf("anthropic %s: the mid instruction should be user-side text: %s", tg.Model, m.body)
+		}
 	}
 	g := mustRender(t, j.Events(), gemini3)
 	if !strings.Contains(compact(g.v["systemInstruction"]), "Be terse.") || !strings.Contains(compact(at(g.v["contents"], 2)), "French") {

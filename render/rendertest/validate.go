@@ -331,7 +331,7 @@ type anthropicMsg struct {
 }
 
 // anthropicMessages checks roles and alternation and returns the user and
-// assistant messages (system messages are checked and left out).
+// assistant messages (system messages are refused and left out).
 func (c *checker) anthropicMessages(raw []any) []anthropicMsg {
 	if len(raw) == 0 {
 		c.fail("messages: at least one message is required")
@@ -352,9 +352,9 @@ func (c *checker) anthropicMessages(raw []any) []anthropicMsg {
 		}
 		switch role {
 		case "system":
-			if !c.caps.MidSystem {
-				c.fail("messages.%d.role: Input should be 'user' or 'assistant'", i)
-			}
+			// No model takes role "system" inside messages, whatever its
+			// capability row says (reference, additions of 2026-12-01).
+			c.fail("messages.%d: Unexpected role \"system\". The Messages API accepts a top-level system parameter, not \"system\" as an input message role.", i)
 			continue
 		case "user", "assistant":
 		default:
