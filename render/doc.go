@@ -62,9 +62,11 @@
 //     except a tool call whose ID and name are readable: it is kept with
 //     no arguments, so its result still pairs.
 //   - Arguments that are not a JSON object (RawArguments text, an array, a
-//     scalar) go verbatim where the API takes a string (OpenAI) and as
-//     {"_raw": "<text>"} where it takes an object (Anthropic, Gemini,
-//     Ollama); absent arguments are {}.
+//     scalar) go as {"_raw": "<text>"} to every API: as that object where
+//     the API takes an object (Anthropic, Gemini, Ollama), as its JSON
+//     text where it takes a string (OpenAI Chat and Responses, whose
+//     strict servers refuse a string that is not a JSON-encoded object);
+//     absent arguments are {}.
 //   - A call without a result gets an error result with the text
 //     SyntheticResult, in its step, before the next user turn or step.
 //   - A result with no call in the open step (an orphan, a result before

@@ -122,8 +122,9 @@ type Call struct {
 	// take an object. Invalid or non-object arguments become
 	// {"_raw": "<text>"}.
 	Arguments json.RawMessage
-	// ArgumentsText is the arguments exactly as journaled, for APIs that
-	// take a JSON string ("{}" when there were none).
+	// ArgumentsText is the text of Arguments, for APIs that take a JSON
+	// string: a JSON object exactly as journaled, else the {"_raw"} object
+	// ("{}" when there were none).
 	ArgumentsText string
 }
 

@@ -74,11 +74,6 @@ func num(v any) int64 {
 	return i
 }
 
-func isString(v any) bool {
-	_, ok := v.(string)
-	return ok
-}
-
 var (
 	anthropicID = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 	openaiID    = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,40}$`)
@@ -107,11 +102,25 @@ func (c *checker) checkID(where, id string) {
 	}
 }
 
-// isJSONObjectText reports whether s is the text of a JSON object or of
-// the renderer's documented fallback.
+// isJSONObjectText reports whether s is the text of a JSON object (not
+// null, an array or a scalar).
 func isJSONObjectText(s string) bool {
 	var m map[string]any
-	return json.Unmarshal([]byte(s), &m) == nil
+	return strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "{") && json.Unmarshal([]byte(s), &m) == nil
+}
+
+// checkArguments applies the rule of OpenAI Chat and Responses (and of
+// strict OpenAI-compatible servers that validate history) to a call's
+// arguments: a string holding a JSON-encoded object.
+func (c *checker) checkArguments(where string, args any) {
+	s, ok := args.(string)
+	if !ok {
+		c.fail("Invalid type for '%s': expected a string, but got an object instead.", where)
+		return
+	}
+	if !isJSONObjectText(s) {
+		c.fail("Invalid '%s': the function arguments must be a JSON-encoded object, got %q.", where, s)
+	}
 }
 
 // ---- OpenAI Chat Completions (reference §1.1) ----
@@ -163,9 +172,7 @@ func (c *checker) chatAssistant(msgs []any, i int, ids map[string]bool) int {
 		ids[id] = true
 		want[id] = true
 		order = append(order, id)
-		if !isString(obj(call["function"])["arguments"]) {
-			c.fail("Invalid type for 'messages[%d].tool_calls[%d].function.arguments': expected a string, but got an object instead.", i, k)
-		}
+		c.checkArguments(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), obj(call["function"])["arguments"])
 	}
 	j := i + 1
 	for ; j < len(msgs) && str(obj(msgs[j])["role"]) == "tool"; j++ {
@@ -209,9 +216,7 @@ func (c *checker) responses(v map[string]any) {
 			id := str(it["call_id"])
 			c.checkID(fmt.Sprintf("input[%d].call_id", i), id)
 			calls[id]++
-			if !isString(it["arguments"]) {
-				c.fail("Invalid type for 'input[%d].arguments': expected a string, but got an object instead.", i)
-			}
+			c.checkArguments(fmt.Sprintf("input[%d].arguments", i), it["arguments"])
 			c.responsesItemID(items, i, "function_call")
 		case "function_call_output":
 			id := str(it["call_id"])
