@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/agentcapsule/capsule/journal"
 )
@@ -53,6 +54,10 @@ func (b *builder) buildInstr(u *unit) (Item, bool) {
 	if in.Text == "" {
 		return Item{}, false // nothing to say; APIs reject empty text
 	}
+	if b.blank(in.Text) {
+		b.noteBlank(u.event, BlankInstruction, "")
+		return Item{}, false
+	}
 	it := Item{Kind: ItemInstruction, Role: in.Role, Text: in.Text}
 	it.tokens = b.cnt.count(in.Text) + perMessage
 	return it, true
@@ -69,8 +74,24 @@ func (b *builder) buildUser(u *unit) (Item, bool) {
 	if it.Text == "" {
 		return Item{}, false
 	}
+	if b.blank(it.Text) {
+		b.noteBlank(u.event, BlankUserText, "")
+		return Item{}, false
+	}
 	it.tokens = b.cnt.count(it.Text) + perMessage
 	return it, true
+}
+
+// blank reports whether s is a text the API refuses as a text block
+// because it holds only whitespace (Anthropic: "text content blocks must
+// contain non-whitespace text"). Other APIs take it as it is.
+func (b *builder) blank(s string) bool {
+	return b.t.API == Anthropic && s != "" && strings.TrimSpace(s) == ""
+}
+
+// noteBlank records a whitespace-only text left out of the request.
+func (b *builder) noteBlank(event int32, what, callID string) {
+	b.report.Whitespace = append(b.report.Whitespace, WhitespaceNote{Event: int(event), What: what, CallID: callID})
 }
 
 // decode fully decodes event i's body into v; a body that does not decode
@@ -179,7 +200,11 @@ func (b *builder) addText(st *Step, aborted bool, i int32) {
 	if !b.decode(i, &m) || aborted || m.Text == "" {
 		return
 	}
-	p := Part{Kind: PartText, Text: m.Text}
+	if b.blank(m.Text) {
+		b.noteBlank(i, BlankAssistantText, "")
+		return // Claude emits "\n\n" before a tool call
+	}
+	p := Part{Kind: PartText, Text: m.Text, event: i}
 	if st.Own {
 		p.Signature = m.Signature
 		if b.t.API == OpenAIResponses {
@@ -224,6 +249,12 @@ func (b *builder) result(c callRef) Result {
 	} else if b.decode(c.result, &tr) {
 		r.Content, r.IsError = userText(tr.Content, tr.Attachments), tr.IsError
 		b.report.Attachments += len(tr.Attachments)
+		if b.blank(r.Content) {
+			// The block stays, without content: a tool_result is never
+			// dropped.
+			b.noteBlank(c.result, BlankToolResult, r.CallID)
+			r.Content = ""
+		}
 	} else {
 		r.Content, r.IsError = "tool result unreadable: malformed journal event", true
 	}

@@ -77,6 +77,11 @@
 //     calls, each with its result or the synthetic one.
 //   - Empty user or instruction texts, and steps left with nothing to
 //     send, are skipped; a journal with nothing to send is ErrEmpty.
+//   - For Anthropic, which refuses text blocks of whitespace only, such
+//     user, instruction and assistant texts are skipped too, a tool
+//     result of whitespace only keeps its tool_result block without
+//     content, and a final assistant message has its trailing whitespace
+//     trimmed (Report.Whitespace).
 //   - A Gemini thought signature is replayed as journaled; a first call of
 //     a Gemini 3 model turn without one gets the documented placeholder.
 //   - Attachments are sent as a text note naming the blob, its type and

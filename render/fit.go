@@ -310,6 +310,7 @@ func (b *builder) estimate(p *Plan, factor float64, calibration, budget int, ove
 		base += it.tokens
 	}
 	sort.Ints(b.report.Malformed)
+	sort.SliceStable(b.report.Whitespace, func(i, j int) bool { return b.report.Whitespace[i].Event < b.report.Whitespace[j].Event })
 	e := &b.report.Tokens
 	e.Factor, e.Calibration, e.Base, e.Budget = factor, calibration, base, budget
 	e.Estimated = int(math.Ceil(factor * float64(base)))

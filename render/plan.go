@@ -108,7 +108,8 @@ type Part struct {
 	// Call is set for PartCall.
 	Call   Call
 	tokens int
-	stub   int // reserved cost of a stub declaration this call needs
+	stub   int   // reserved cost of a stub declaration this call needs
+	event  int32 // the journal event of a text part
 }
 
 // Call is a tool call as the target will see it.

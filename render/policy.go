@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // applyPolicies enforces the rules that depend on neighbouring items:
@@ -12,12 +13,33 @@ func (b *builder) applyPolicies(p *Plan) {
 	switch b.t.API {
 	case Anthropic:
 		b.anthropicPolicy(p)
+		p.Items = pruneEmpty(p.Items)
+		b.trimFinal(p.Items)
 	case OpenAIResponses:
 		b.responsesPolicy(p)
 	case Ollama, Gemini:
 		p.Thinking = b.caps.Thinking == ThinkingAlways || b.caps.Thinking == ThinkingOptional && !b.t.NoThinking
 	}
 	p.Items = pruneEmpty(p.Items)
+}
+
+// trimFinal trims the trailing whitespace of a final assistant message
+// (Anthropic: "final assistant content cannot end with trailing
+// whitespace"). Whitespace-only texts were left out when built, so the
+// trimmed text is never empty; its token count stays an upper bound.
+func (b *builder) trimFinal(items []Item) {
+	if len(items) == 0 {
+		return
+	}
+	st := items[len(items)-1].Step
+	if st == nil || len(st.Results) > 0 || len(st.Parts) == 0 {
+		return
+	}
+	pt := &st.Parts[len(st.Parts)-1]
+	if t := strings.TrimRightFunc(pt.Text, unicode.IsSpace); pt.Kind == PartText && t != pt.Text {
+		pt.Text = t
+		b.noteBlank(pt.event, TrailingWhitespace, "")
+	}
 }
 
 // pruneEmpty removes steps left with no parts: an API rejects an

@@ -74,3 +74,45 @@ func TestOpenAIArgumentsAreAlwaysAJSONObject(t *testing.T) {
 		}
 	}
 }
+
+// Issue 10 item 18: whitespace-only text never becomes an Anthropic text
+// block (the "\n\n" Claude emits before a tool call, a tool result of
+// "\n", a user turn of "\n"), a final assistant message does not end in
+// whitespace, and the report says what was dropped or trimmed. The
+// tool_result block itself stays.
+func TestAnthropicWhitespaceOnlyText(t *testing.T) {
+	j := (&rt.Journal{}).System("Be terse.").User("Read /a.").
+		Say(rt.Claude, "s1", "\n\n").Call(rt.Claude, "s1", "toolu_1", "read_file", `{"path":"/a"}`).
+		Result("toolu_1", "read_file", "\n").
+		User("\n").
+		Say(rt.Claude, "s2", "The file is empty.\n\n")
+	r := mustRender(t, j.Events(), withTools(claude, rt.ToolSet("read_file")...))
+	msgs := list(r.v["messages"])
+	if d := cmp.Diff([]string{"user", "assistant", "user", "assistant"}, roles(msgs)); d != "" {
+		t.Fatalf("roles (-want +got):\n%s\nbody: %s", d, r.body)
+	}
+	if d := cmp.Diff([]string{"tool_use"}, blockTypes(msgs[1])); d != "" {
+		t.Errorf("the whitespace text before the call should be dropped (-want +got):\n%s", d)
+	}
+	res := obj(at(obj(msgs[2])["content"], 0))
+	if str(res["type"]) != "tool_result" || str(res["tool_use_id"]) != "toolu_1" || res["content"] != nil {
+		t.Errorf("the tool_result must stay, without its whitespace content: %s", compact(res))
+	}
+	if got := str(obj(at(obj(msgs[3])["content"], 0))["text"]); got != "The file is empty." {
+		t.Errorf("final assistant text = %q, want its trailing whitespace trimmed", got)
+	}
+	want := []render.WhitespaceNote{
+		{Event: 2, What: render.BlankAssistantText},
+		{Event: 4, What: render.BlankToolResult, CallID: "toolu_1"},
+		{Event: 5, What: render.BlankUserText},
+		{Event: 6, What: render.TrailingWhitespace},
+	}
+	if d := cmp.Diff(want, r.report.Whitespace); d != "" {
+		t.Errorf("report.Whitespace (-want +got):\n%s", d)
+	}
+	// Other APIs take the texts as they are.
+	c := mustRender(t, j.Events(), withTools(chatGPT41, rt.ToolSet("read_file")...))
+	if !has(c.body, `"content":"\n"`) || len(c.report.Whitespace) != 0 {
+		t.Errorf("openai-chat changed whitespace texts: %s", c.body)
+	}
+}

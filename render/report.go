@@ -47,6 +47,10 @@ type Report struct {
 	Textualized []string `json:"textualized,omitempty"`
 	// StubbedTools lists tools declared only because history used them.
 	StubbedTools []string `json:"stubbed_tools,omitempty"`
+	// Whitespace lists the texts changed because the API refuses text
+	// blocks that hold only whitespace, and a final assistant message that
+	// ends with whitespace (Anthropic), in journal order.
+	Whitespace []WhitespaceNote `json:"whitespace,omitempty"`
 	// Placeholders counts dummy thought signatures put on foreign calls.
 	Placeholders int `json:"placeholder_signatures,omitempty"`
 	// Malformed lists indices (0-based, in the given order) of events whose
@@ -65,6 +69,28 @@ type CallNote struct {
 	CallID string `json:"call_id"`
 	Name   string `json:"name"`
 }
+
+// WhitespaceNote is one text dropped or trimmed for an API that refuses
+// whitespace-only text blocks.
+type WhitespaceNote struct {
+	// Event is the index (0-based, in the given order) of the event that
+	// holds the text.
+	Event int `json:"event"`
+	// What is one of the Blank and TrailingWhitespace constants.
+	What string `json:"what"`
+	// CallID names the call of a tool result, as journaled.
+	CallID string `json:"call_id,omitempty"`
+}
+
+// What a WhitespaceNote says was done. A tool_result block is never
+// dropped: only its whitespace content is.
+const (
+	BlankUserText      = "whitespace-only user text not sent"
+	BlankInstruction   = "whitespace-only instruction not sent"
+	BlankAssistantText = "whitespace-only assistant text not sent"
+	BlankToolResult    = "whitespace-only tool result content not sent"
+	TrailingWhitespace = "trailing whitespace trimmed from the final assistant text"
+)
 
 // IDMapping is one rewritten call ID.
 type IDMapping struct {
@@ -135,6 +161,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, n := range r.StubbedTools {
 		fmt.Fprintf(&b, "stub tool declared: %s\n", n)
 	}
+	for _, n := range r.Whitespace {
+		fmt.Fprintf(&b, "whitespace: event %d: %s%s\n", n.Event, n.What, callSuffix(n.CallID))
+	}
 	if r.Placeholders > 0 {
 		fmt.Fprintf(&b, "placeholder thought signatures: %d\n", r.Placeholders)
 	}
@@ -158,6 +187,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
+func callSuffix(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " (call " + id + ")"
+}
+
 func orUser(id string) string {
 	if id == "" {
 		return "user text"
@@ -167,11 +203,11 @@ func orUser(id string) string {
 
 // counters is a snapshot of what building one unit adds to a report.
 type counters struct {
-	kept, dropped, attachments, synthesized, malformed, truncated int
+	kept, dropped, attachments, synthesized, malformed, truncated, whitespace int
 }
 
 func (r *Report) counters() counters {
-	return counters{r.ReasoningKept, r.ReasoningDropped, r.Attachments, len(r.Synthesized), len(r.Malformed), len(r.Truncated)}
+	return counters{r.ReasoningKept, r.ReasoningDropped, r.Attachments, len(r.Synthesized), len(r.Malformed), len(r.Truncated), len(r.Whitespace)}
 }
 
 // restore forgets what was added since the snapshot c.
@@ -180,4 +216,5 @@ func (r *Report) restore(c counters) {
 	r.Synthesized = r.Synthesized[len(r.Synthesized)-c.synthesized:]
 	r.Malformed = r.Malformed[:c.malformed]
 	r.Truncated = r.Truncated[:c.truncated]
+	r.Whitespace = r.Whitespace[:c.whitespace]
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/agentcapsule/capsule/render"
 )
@@ -304,6 +305,7 @@ func (c *checker) anthropic(v map[string]any) {
 		c.fail("max_tokens: Field required")
 	}
 	thinking := c.anthropicThinkingConfig(v)
+	c.anthropicSystem(v["system"])
 	tools := map[string]bool{}
 	for i, t := range list(v["tools"]) {
 		if _, ok := obj(t)["input_schema"]; !ok {
@@ -327,6 +329,43 @@ func (c *checker) anthropic(v map[string]any) {
 		}
 	}
 	c.anthropicFinal(msgs, thinking)
+}
+
+// anthropicText applies the rules of a text block: non-empty, and not
+// whitespace only (Claude itself emits "\n\n" before a tool_use).
+func (c *checker) anthropicText(where, text string) {
+	switch {
+	case text == "":
+		c.fail("%s: text content blocks must be non-empty", where)
+	case strings.TrimSpace(text) == "":
+		c.fail("%s: text content blocks must contain non-whitespace text", where)
+	}
+}
+
+// anthropicResultContent checks the text inside a tool_result: a string
+// content is one text block; an absent content is allowed.
+func (c *checker) anthropicResultContent(where string, content any) {
+	if s, ok := content.(string); ok {
+		c.anthropicText(where+".content", s)
+		return
+	}
+	for k, b := range list(content) {
+		if str(obj(b)["type"]) == "text" {
+			c.anthropicText(fmt.Sprintf("%s.content.%d", where, k), str(obj(b)["text"]))
+		}
+	}
+}
+
+// anthropicSystem checks the top-level system parameter: a string or
+// text blocks, each under the text block rules.
+func (c *checker) anthropicSystem(system any) {
+	if s, ok := system.(string); ok {
+		c.anthropicText("system", s)
+		return
+	}
+	for k, b := range list(system) {
+		c.anthropicText(fmt.Sprintf("system.%d", k), str(obj(b)["text"]))
+	}
 }
 
 type anthropicMsg struct {
@@ -381,9 +420,7 @@ func (c *checker) anthropicBlocks(n int, m anthropicMsg, tools, ids map[string]b
 	for k, b := range m.blocks {
 		switch typ := str(b["type"]); typ {
 		case "text":
-			if str(b["text"]) == "" {
-				c.fail("messages.%d.content.%d: text content blocks must be non-empty", m.index, k)
-			}
+			c.anthropicText(fmt.Sprintf("messages.%d.content.%d", m.index, k), str(b["text"]))
 		case "thinking", "redacted_thinking":
 			hasThinking = true
 			if m.role != "assistant" {
@@ -413,6 +450,7 @@ func (c *checker) anthropicBlocks(n int, m anthropicMsg, tools, ids map[string]b
 			if len(tools) == 0 {
 				c.fail("Requests which include `tool_use` or `tool_result` blocks must define tools.")
 			}
+			c.anthropicResultContent(fmt.Sprintf("messages.%d.content.%d", m.index, k), b["content"])
 		}
 	}
 	if hasThinking {
@@ -508,6 +546,11 @@ func (c *checker) anthropicFinal(msgs []anthropicMsg, thinking bool) {
 		return
 	}
 	last := msgs[len(msgs)-1]
+	if last.role == "assistant" {
+		if b := last.blocks[len(last.blocks)-1]; str(b["type"]) == "text" && strings.TrimRightFunc(str(b["text"]), unicode.IsSpace) != str(b["text"]) {
+			c.fail("messages.%d: final assistant content cannot end with trailing whitespace", last.index)
+		}
+	}
 	var check *anthropicMsg
 	switch {
 	case last.role == "assistant":
