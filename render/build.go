@@ -197,7 +197,7 @@ func (b *builder) replayable(r *journal.Reasoning) bool {
 
 func (b *builder) addText(st *Step, aborted bool, i int32) {
 	var m journal.AssistantMessage
-	if !b.decode(i, &m) || aborted || m.Text == "" {
+	if !b.decode(i, &m) || aborted || m.Text == "" && !b.signedEmpty(st, &m) {
 		return
 	}
 	if b.blank(m.Text) {
@@ -213,6 +213,13 @@ func (b *builder) addText(st *Step, aborted bool, i int32) {
 	}
 	p.tokens = b.cnt.count(m.Text)
 	st.Parts = append(st.Parts, p)
+}
+
+// signedEmpty reports whether an empty text is a Gemini model's own
+// final part that carries its thought signature: replayed to that model,
+// it keeps the signature chain intact.
+func (b *builder) signedEmpty(st *Step, m *journal.AssistantMessage) bool {
+	return b.t.API == Gemini && st.Own && m.Signature != ""
 }
 
 func (b *builder) addCall(st *Step, c *callRef, i int32) {

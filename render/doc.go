@@ -82,8 +82,12 @@
 //     result of whitespace only keeps its tool_result block without
 //     content, and a final assistant message has its trailing whitespace
 //     trimmed (Report.Whitespace).
-//   - A Gemini thought signature is replayed as journaled; a first call of
-//     a Gemini 3 model turn without one gets the documented placeholder.
+//   - A Gemini thought signature is replayed as journaled, also on an
+//     empty final text part of the model's own ({"text":"",
+//     "thoughtSignature":...}); a first call of a Gemini 3 model turn
+//     without one gets the documented placeholder. Other models' calls
+//     carry no ID in a Gemini body, so only the model's own call IDs are
+//     mapped (Report.Remapped).
 //   - Attachments are sent as a text note naming the blob, its type and
 //     size: rendering never loads blobs.
 //

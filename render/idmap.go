@@ -54,12 +54,14 @@ func hashedID(rule IDRule, id string, attempt int) string {
 // call in the request uses, and points each result at its call's ID. IDs
 // that already fit are kept (the first use of an ID keeps it); the others
 // are hashed, in journal order, so the mapping is stable for a journal.
+// Gemini carries IDs only on the model's own calls (the others pair by
+// name and order), so only those are mapped and reported.
 func (b *builder) mapIDs(p *Plan) {
 	used := map[string]bool{}
 	var redo []*Call
 	var steps []*Step
 	for i := range p.Items {
-		if st := p.Items[i].Step; st != nil {
+		if st := p.Items[i].Step; st != nil && (st.Own || b.t.API != Gemini) {
 			steps = append(steps, st)
 			for _, c := range st.Calls() {
 				if ValidID(b.caps.IDRule, c.ID) && !used[c.ID] {

@@ -42,6 +42,9 @@ func TestRenderProperties(t *testing.T) {
 		if err := rendertest.Validate(tg, body); err != nil {
 			t.Fatalf("%s %s: %v\nbody: %s", tg.API, tg.Model, err, body)
 		}
+		if err := rendertest.ValidateReport(tg, body, &p.Report); err != nil {
+			t.Fatalf("%s %s: %v\nbody: %s", tg.API, tg.Model, err, body)
+		}
 		checkPairs(t, p)
 		checkSecrets(t, tg, c, body)
 		checkWindow(t, p)

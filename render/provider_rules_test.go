@@ -116,3 +116,43 @@ func TestAnthropicWhitespaceOnlyText(t *testing.T) {
 		t.Errorf("openai-chat changed whitespace texts: %s", c.body)
 	}
 }
+
+// Issue 10 item 23, first half: Gemini carries call IDs only for its own
+// calls, so the report lists no remapping of another model's call (here
+// two foreign calls share an ID, which used to be "remapped").
+func TestGeminiReportsOnlyRemapsTheBodyCarries(t *testing.T) {
+	j := (&rt.Journal{}).User("Weather?").
+		Exchange(rt.Claude, "a1", "toolu_1", "get_weather", `{"city":"Paris"}`, "18C").
+		Exchange(rt.Claude, "a2", "toolu_1", "get_weather", `{"city":"Rome"}`, "24C").
+		User("Gemini now.").
+		CallWith(journal.ToolCall{CallID: "g_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Oslo"}`), Producer: rt.Gemini3, Step: "m1", Signature: "Q2lJQg=="}).
+		Result("g_1", "get_weather", "2C").
+		CallWith(journal.ToolCall{CallID: "g_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"Bergen"}`), Producer: rt.Gemini3, Step: "m2", Signature: "Q2lJQw=="}).
+		Result("g_1", "get_weather", "5C")
+	r := mustRender(t, j.Events(), withTools(gemini3, weatherTool))
+	if len(r.report.Remapped) != 1 || r.report.Remapped[0].From != "g_1" {
+		t.Errorf("remapped = %v, want only Gemini's own repeated g_1", r.report.Remapped)
+	}
+}
+
+// Issue 10 item 23, second half: a Gemini 3 model's own thought signature
+// on a final empty text part goes back to that model as journaled, as an
+// empty text part (a part needs a data member); another model gets no
+// such part.
+func TestGeminiKeepsOwnSignatureOnEmptyText(t *testing.T) {
+	sig := "RmluYWxTaWduYXR1cmU="
+	j := (&rt.Journal{}).User("Hi").Say(rt.Gemini3, "m1", "Hello.").
+		Add(journal.KindAssistant, journal.AssistantMessage{Text: "", Signature: sig, Producer: rt.Gemini3, Step: "m1"}).
+		User("Bye")
+	r := mustRender(t, j.Events(), gemini3)
+	model := compact(at(r.v["contents"], 1))
+	if want := `{"parts":[{"text":"Hello."},{"text":"","thoughtSignature":"` + sig + `"}],"role":"model"}`; model != want {
+		t.Errorf("model content\n got %s\nwant %s", model, want)
+	}
+	for _, tg := range []render.Target{{API: render.Gemini, Model: "gemini-2.5-flash"}, claude, chatGPT41} {
+		o := mustRender(t, j.Events(), tg)
+		if has(o.body, sig) {
+			t.Errorf("%s %s got another model's signature: %s", tg.API, tg.Model, o.body)
+		}
+	}
+}

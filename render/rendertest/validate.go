@@ -619,6 +619,9 @@ func (c *checker) geminiParts(i int, parts []any) []map[string]any {
 	first := true
 	for k, x := range parts {
 		p := obj(x)
+		if !hasData(p) {
+			c.fail("* GenerateContentRequest.contents[%d].parts[%d].data: required oneof field 'data' must have one initialized field", i, k)
+		}
 		if sig, ok := p["thoughtSignature"]; ok && !validBase64(str(sig)) {
 			c.fail("Invalid value at 'contents[%d].parts[%d].thought_signature' (TYPE_BYTES), Base64 decoding failed for %q", i, k, str(sig))
 		}
@@ -635,6 +638,17 @@ func (c *checker) geminiParts(i int, parts []any) []map[string]any {
 		first = false
 	}
 	return geminiCalls(parts)
+}
+
+// hasData reports whether a part has a member of its data oneof; an
+// empty text ("text": "") counts, an absent one does not.
+func hasData(p map[string]any) bool {
+	for _, k := range []string{"text", "functionCall", "functionResponse", "inlineData", "fileData", "executableCode", "codeExecutionResult"} {
+		if _, ok := p[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func geminiCalls(parts []any) []map[string]any {
@@ -748,4 +762,59 @@ func (c *checker) ollamaAssistant(msgs []any, i int) int {
 		}
 	}
 	return j - 1
+}
+
+// ValidateReport checks a render's report against its body: every call ID
+// the report says was remapped is an ID the body carries (a remapping of a
+// call sent without an ID, as Gemini sends other models' calls, is not
+// something the body contains).
+func ValidateReport(t render.Target, body []byte, rep *render.Report) error {
+	var v map[string]any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("request body is not a JSON object: %w", err)
+	}
+	ids := bodyCallIDs(t.API, v)
+	c := &checker{}
+	for _, m := range rep.Remapped {
+		if !ids[m.To] {
+			c.fail("report: call ID %s remapped to %s, which the body does not carry", m.From, m.To)
+		}
+	}
+	return errors.Join(c.errs...)
+}
+
+// bodyCallIDs returns the call IDs of the calls in a request body.
+func bodyCallIDs(api render.API, v map[string]any) map[string]bool {
+	ids := map[string]bool{}
+	switch api {
+	case render.OpenAIChat, render.Ollama:
+		for _, m := range list(v["messages"]) {
+			for _, tc := range list(obj(m)["tool_calls"]) {
+				ids[str(obj(tc)["id"])] = true
+			}
+		}
+	case render.OpenAIResponses:
+		for _, it := range list(v["input"]) {
+			if str(obj(it)["type"]) == "function_call" {
+				ids[str(obj(it)["call_id"])] = true
+			}
+		}
+	case render.Anthropic:
+		for _, m := range list(v["messages"]) {
+			for _, b := range list(obj(m)["content"]) {
+				if str(obj(b)["type"]) == "tool_use" {
+					ids[str(obj(b)["id"])] = true
+				}
+			}
+		}
+	case render.Gemini:
+		for _, content := range list(v["contents"]) {
+			for _, p := range list(obj(content)["parts"]) {
+				if id := str(obj(obj(p)["functionCall"])["id"]); id != "" {
+					ids[id] = true
+				}
+			}
+		}
+	}
+	return ids
 }

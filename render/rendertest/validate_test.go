@@ -125,6 +125,8 @@ func TestValidateRejects(t *testing.T) {
 			"function call turn comes immediately after a user turn or after a function response turn"},
 		{"gemini 3 signature", gem3, `{"contents":[{"role":"user","parts":[{"text":"x"}]},{"role":"model","parts":[{"functionCall":{"name":"f","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"name":"f","response":{}}}]}]}`,
 			"missing a thought_signature"},
+		{"gemini part without data", gem3, `{"contents":[{"role":"user","parts":[{"text":"x"}]},{"role":"model","parts":[{"text":"y"},{"thoughtSignature":"AA=="}]}]}`,
+			"required oneof field 'data' must have one initialized field"},
 		{"gemini base64", gem3, `{"contents":[{"role":"user","parts":[{"text":"x"}]},{"role":"model","parts":[{"text":"y","thoughtSignature":"not base64!"}]}]}`,
 			"Base64 decoding failed"},
 		{"ollama string arguments", ollamaTgt, `{"messages":[{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_name":"f","content":"r"}]}`,
