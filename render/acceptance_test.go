@@ -251,8 +251,10 @@ func TestAcceptance09_SwitchIntoThinkingModelMidLoop(t *testing.T) {
 	if _, on := r.v["thinking"]; on || !r.report.ThinkingDisabled {
 		t.Errorf("optional thinking: want it disabled for this request, got %v", r.v["thinking"])
 	}
-	if has(r.body, `"type":"thinking"`) {
-		t.Error("thinking blocks sent while thinking is disabled")
+	// Claude's own earlier thinking stays (issue 10 item 22): with
+	// thinking off only a final assistant message may not hold it.
+	if !has(r.body, `"thinking":"THINK-a1"`) || r.report.ReasoningKept != 1 {
+		t.Errorf("Claude's own thinking should be replayed (kept %d): %s", r.report.ReasoningKept, r.body)
 	}
 	o := mustRender(t, j.Events(), withTools(claudeOpus, weatherTool))
 	if str(obj(o.v["thinking"])["type"]) != "adaptive" {
@@ -260,7 +262,7 @@ func TestAcceptance09_SwitchIntoThinkingModelMidLoop(t *testing.T) {
 	}
 	// Sonnet's exchange is foreign to Opus too, and its results would lead
 	// the last user turn once GPT's step is text, so it becomes text as well.
-	if d := cmp.Diff([]string{"call_g1", "toolu_a1"}, o.report.Textualized); d != "" {
+	if d := cmp.Diff([]string{"toolu_a1", "call_g1"}, o.report.Textualized); d != "" {
 		t.Errorf("textualized (-want +got):\n%s", d)
 	}
 	msgs := list(o.v["messages"])

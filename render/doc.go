@@ -40,10 +40,14 @@
 //     provider item IDs follow the same rule.
 //  4. Applies the provider rules that depend on neighbours: Anthropic
 //     thinking must lead its message and, with thinking on, the message
-//     before the last tool results; when the last exchange cannot meet
-//     that, thinking is turned off for the request where the model allows
-//     it, else the steps of that tool loop are sent as user-side text
-//     (reasoning never included). Responses reasoning needs its following
+//     before the last tool results and the first assistant message of the
+//     open turn (tool results do not end a turn, user text does); when
+//     the open turn cannot meet that, thinking is turned off for the
+//     request where the model allows it (the model's earlier thinking is
+//     still replayed, except in a final assistant message), else the
+//     failing steps of that tool loop are sent as user-side text
+//     (reasoning never included). With thinking off for the target
+//     (NoThinking, or a model without it) no reasoning is sent. Responses reasoning needs its following
 //     item, and item IDs are kept only beside replayed reasoning.
 //  5. Maps call IDs into the target's syntax (IDRule): IDs that fit are
 //     kept, others and repeats become a prefix plus base62 of sha256, the

@@ -156,3 +156,63 @@ func TestGeminiKeepsOwnSignatureOnEmptyText(t *testing.T) {
 		}
 	}
 }
+
+// switchBack is issue 10 item 22's journal: Claude (A) thinks and calls
+// a tool, answers; after a user turn GPT (B) makes a call and gets its
+// result; then the agent is back on A with no user turn between.
+func switchBack() *rt.Journal {
+	j := claudeLoop((&rt.Journal{}).User("Weather in C1?"), 1, "a1")
+	j.Say(rt.Claude, "a2", "It is 1C.").User("And Rome?")
+	return gptStep(j, "g1", "call_g1")
+}
+
+// Issue 10 item 22 (a): back on A in the middle of B's tool loop,
+// thinking is off for the request (B's call cannot lead with A's
+// thinking), but A's own earlier thinking is still replayed and A's
+// messages are byte-identical to their render before the switch.
+func TestAnthropicSwitchBackKeepsOwnThinking(t *testing.T) {
+	tg := withTools(claude, weatherTool)
+	before := claudeLoop((&rt.Journal{}).User("Weather in C1?"), 1, "a1")
+	before.Say(rt.Claude, "a2", "It is 1C.").User("And Rome?")
+	b := mustRender(t, before.Events(), tg)
+	a := mustRender(t, switchBack().Events(), tg)
+	if !a.report.ThinkingDisabled || a.v["thinking"] != nil {
+		t.Errorf("thinking = %v, disabled %v: B's open call cannot lead with thinking", a.v["thinking"], a.report.ThinkingDisabled)
+	}
+	if a.report.ReasoningKept != 1 {
+		t.Errorf("reasoning kept = %d, want A's own thinking (1)", a.report.ReasoningKept)
+	}
+	for i := 1; i <= 3; i++ { // A's call, its result, A's answer
+		if got, want := compact(at(a.v["messages"], i)), compact(at(b.v["messages"], i)); got != want {
+			t.Errorf("message %d changed after the switch:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
+
+// Issue 10 item 22 (b): A then continues B's tool loop with thinking and
+// a call. The open assistant turn starts with B's tool_use, so thinking
+// must be off (Sonnet) or B's step sent as text (Opus, which always
+// thinks): the check looks at the whole open turn.
+func TestAnthropicSwitchBackOpenTurnStartsWithForeignCall(t *testing.T) {
+	j := claudeLoop(switchBack(), 2, "a3")
+	s := mustRender(t, j.Events(), withTools(claude, weatherTool))
+	if !s.report.ThinkingDisabled || s.v["thinking"] != nil {
+		t.Errorf("sonnet: thinking = %v, want it disabled", s.v["thinking"])
+	}
+	o := mustRender(t, j.Events(), withTools(claudeOpus, weatherTool))
+	if str(obj(o.v["thinking"])["type"]) != "adaptive" {
+		t.Fatalf("opus: thinking = %v", o.v["thinking"])
+	}
+	if !contains(o.report.Textualized, "call_g1") {
+		t.Errorf("opus: B's call should be text, textualized = %v", o.report.Textualized)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -41,7 +41,8 @@ type Report struct {
 	ReasoningKept    int `json:"reasoning_kept"`
 	ReasoningDropped int `json:"reasoning_dropped"`
 	// ThinkingDisabled is set when thinking was turned off for this
-	// request because the last exchange has no thinking to lead it.
+	// request because the open turn (or its last exchange) has no
+	// thinking of the model to lead it.
 	ThinkingDisabled bool `json:"thinking_disabled,omitempty"`
 	// Textualized lists call IDs of steps rendered as user-side text.
 	Textualized []string `json:"textualized,omitempty"`
@@ -153,7 +154,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "reasoning: %d replayed, %d not sent\n", r.ReasoningKept, r.ReasoningDropped)
 	if r.ThinkingDisabled {
-		b.WriteString("thinking: disabled for this request (the last exchange has no thinking of this model)\n")
+		b.WriteString("thinking: disabled for this request (the open turn does not start with thinking of this model)\n")
 	}
 	for _, id := range r.Textualized {
 		fmt.Fprintf(&b, "rendered as text: call %s\n", id)

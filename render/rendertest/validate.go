@@ -551,22 +551,54 @@ func (c *checker) anthropicFinal(msgs []anthropicMsg, thinking bool) {
 			c.fail("messages.%d: final assistant content cannot end with trailing whitespace", last.index)
 		}
 	}
-	var check *anthropicMsg
+	check := -1
 	switch {
 	case last.role == "assistant":
-		check = &last
+		check = len(msgs) - 1
 	case len(msgs) > 1 && hasBlock(last, "tool_result"):
-		check = &msgs[len(msgs)-2]
+		check = len(msgs) - 2
 	}
-	if check == nil {
+	if check < 0 {
 		return
 	}
-	first := str(check.blocks[0]["type"])
-	if thinking && first != "thinking" && first != "redacted_thinking" {
-		c.fail("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.", check.index, first)
+	if thinking {
+		// The message before the last tool results, and the first
+		// assistant message of the open turn: the turn goes back over user
+		// messages that hold only tool results.
+		c.anthropicLeadsWithThinking(msgs[check])
+		if start := openTurnStart(msgs, check); start != check {
+			c.anthropicLeadsWithThinking(msgs[start])
+		}
 	}
 	if !thinking && last.role == "assistant" && (hasBlock(last, "thinking") || hasBlock(last, "redacted_thinking")) {
 		c.fail("When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`.")
+	}
+}
+
+// openTurnStart returns the index in msgs of the first assistant message
+// of the turn that assistant message n belongs to: a user message of
+// tool results only does not end a turn.
+func openTurnStart(msgs []anthropicMsg, n int) int {
+	for n >= 2 && msgs[n-1].role == "user" && onlyToolResults(msgs[n-1]) && msgs[n-2].role == "assistant" {
+		n -= 2
+	}
+	return n
+}
+
+func onlyToolResults(m anthropicMsg) bool {
+	for _, b := range m.blocks {
+		if str(b["type"]) != "tool_result" {
+			return false
+		}
+	}
+	return true
+}
+
+// anthropicLeadsWithThinking applies the thinking-first rule of a final
+// assistant turn with thinking enabled.
+func (c *checker) anthropicLeadsWithThinking(m anthropicMsg) {
+	if first := str(m.blocks[0]["type"]); first != "thinking" && first != "redacted_thinking" {
+		c.fail("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.", m.index, first)
 	}
 }
 
