@@ -106,6 +106,8 @@
 // input tokens over the Report.Tokens.Base recorded as EstimatedTokens,
 // newest 32, plus 5%, clamped to [1, 2]). The fitter guarantees
 // ceil(k * base) <= window unless even the instructions, tools and the
-// newest unit cut to its minimum do not fit (Report.Tokens.OverBudget).
+// newest unit cut to its minimum (with the stub declarations its calls
+// need, and in the larger of its forms where a step may go as text) do
+// not fit (Report.Tokens.OverBudget).
 // Counting memoizes pre-token pieces for the length of one render only.
 package render
