@@ -22,6 +22,10 @@ type builder struct {
 	report   Report
 	declared map[string]bool // tool names declared by the target
 	stubs    map[string]bool // tool names that need a stub declaration
+	// wireNames maps the journal's tool names the API refuses to the
+	// names they go by in the request (mapToolNames).
+	wireNames map[string]string
+	tools     []Tool // the target's tools under their request names
 }
 
 func newBuilder(events []journal.Event, t Target) *builder {
@@ -33,7 +37,7 @@ func newBuilder(events []journal.Event, t Target) *builder {
 	b := &builder{
 		events: events, t: t, caps: caps, own: t.Producer(),
 		cnt:      newCounter(enc),
-		declared: map[string]bool{}, stubs: map[string]bool{},
+		declared: map[string]bool{}, stubs: map[string]bool{}, wireNames: map[string]string{},
 	}
 	for _, tool := range t.Tools {
 		b.declared[tool.Name] = true
@@ -231,8 +235,9 @@ func (b *builder) addCall(st *Step, c *callRef, i int32) {
 		tc = journal.ToolCall{}
 	}
 	obj, text := argumentForms(&tc)
-	id, name := c.id(), c.name()
-	p := Part{Kind: PartCall, Call: Call{ID: id, JournalID: id, Name: name, Arguments: obj, ArgumentsText: text}}
+	id, journalName := c.id(), c.name()
+	name := b.wireName(journalName)
+	p := Part{Kind: PartCall, Call: Call{ID: id, JournalID: id, Name: name, JournalName: journalName, Arguments: obj, ArgumentsText: text}}
 	if st.Own {
 		p.Signature = tc.Signature
 		if b.t.API == OpenAIResponses {
@@ -240,8 +245,8 @@ func (b *builder) addCall(st *Step, c *callRef, i int32) {
 		}
 	}
 	p.tokens = b.cnt.count(name) + b.cnt.count(text) + perCall
-	if b.t.API == Anthropic && !b.declared[name] && !b.stubs[name] {
-		b.stubs[name] = true
+	if b.t.API == Anthropic && !b.declared[journalName] && !b.stubs[journalName] {
+		b.stubs[journalName] = true
 		p.stub = b.toolTokens([]Tool{stubTool(name)})
 	}
 	st.Parts = append(st.Parts, p)
@@ -249,7 +254,7 @@ func (b *builder) addCall(st *Step, c *callRef, i int32) {
 
 // result decodes the result paired with c, or makes the synthetic one.
 func (b *builder) result(c callRef) Result {
-	r := Result{CallID: c.id(), Name: c.name()}
+	r := Result{CallID: c.id(), Name: b.wireName(c.name())}
 	var tr journal.ToolResult
 	if c.result < 0 {
 		r.Content, r.IsError, r.Synthetic = SyntheticResult, true, true

@@ -51,7 +51,11 @@
 //     item, and item IDs are kept only beside replayed reasoning.
 //  5. Maps call IDs into the target's syntax (IDRule): IDs that fit are
 //     kept, others and repeats become a prefix plus base62 of sha256, the
-//     same for calls and results, stable for a journal.
+//     same for calls and results, stable for a journal. Tool names the
+//     API refuses (ValidToolName) likewise become the name with its other
+//     bytes as "_", cut, plus "_" and base62 of sha256, in declarations,
+//     calls and results (Report.ToolNames; JournalToolName and
+//     JournalCallID map the model's calls back).
 //  6. Declares, for Anthropic, a stub for every tool the kept history used
 //     that the target no longer offers.
 //

@@ -11,10 +11,12 @@ import "github.com/agentcapsule/capsule/journal"
 func MinimumFits(events []journal.Event, t Target) bool {
 	b := newBuilder(events, t)
 	b.seg = segment(events)
+	b.mapToolNames()
+	b.tools = b.wireTools(t.Tools)
 	factor, _ := calibrate(events, b.seg.usage, b.own, t.API, b.caps)
 	base := baseBudget(b.budget(), factor)
 	_, fixed := b.instructions()
-	fixed += priming + b.toolTokens(t.Tools)
+	fixed += priming + b.toolTokens(b.tools)
 	first, last := -1, -1
 	for i := range b.seg.units {
 		if b.seg.units[i].kind != unitInstr {

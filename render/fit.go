@@ -28,11 +28,13 @@ func NewPlan(events []journal.Event, t Target) (*Plan, error) {
 	b := newBuilder(events, t)
 	b.seg = segment(events)
 	b.noteSegmentation()
+	b.mapToolNames()
+	b.tools = b.wireTools(t.Tools)
 	factor, calibration := calibrate(events, b.seg.usage, b.own, t.API, b.caps)
 	budget := b.budget()
 	base := baseBudget(budget, factor)
 	instrs, fixed := b.instructions()
-	fixed += priming + b.toolTokens(t.Tools)
+	fixed += priming + b.toolTokens(b.tools)
 	kept, cut := b.fit(base - fixed)
 	if len(kept) == 0 {
 		return nil, ErrEmpty

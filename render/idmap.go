@@ -92,25 +92,26 @@ func (b *builder) mapIDs(p *Plan) {
 
 // declareTools lists the target's tools, then for Anthropic a stub for
 // each tool a kept call uses that the target does not offer, in order of
-// first use.
+// first use, all under their request names, and reports the names it
+// mapped.
 func (b *builder) declareTools(p *Plan) {
-	p.Tools = append(p.Tools, b.t.Tools...)
-	if b.t.API != Anthropic {
-		return
-	}
+	p.Tools = append(p.Tools, b.tools...)
+	mapped := map[string]bool{}
 	seen := map[string]bool{}
 	for _, t := range b.t.Tools {
 		seen[t.Name] = true
+		b.noteToolName(t.Name, mapped)
 	}
 	for _, it := range p.Items {
 		if it.Step == nil {
 			continue
 		}
 		for _, c := range it.Step.Calls() {
-			if !seen[c.Name] {
-				seen[c.Name] = true
+			b.noteToolName(c.JournalName, mapped)
+			if b.t.API == Anthropic && !seen[c.JournalName] {
+				seen[c.JournalName] = true
 				p.Tools = append(p.Tools, stubTool(c.Name))
-				b.report.StubbedTools = append(b.report.StubbedTools, c.Name)
+				b.report.StubbedTools = append(b.report.StubbedTools, c.JournalName)
 			}
 		}
 	}

@@ -19,7 +19,7 @@ type Plan struct {
 	Items []Item
 	// Tools are the tools to declare: the target's own, then stubs for
 	// tools the kept history used that the target no longer offers, where
-	// the API requires them (Anthropic).
+	// the API requires them (Anthropic), each under its request name.
 	Tools []Tool
 	// Thinking is whether extended thinking is enabled for this request.
 	Thinking bool
@@ -118,7 +118,10 @@ type Call struct {
 	ID string
 	// JournalID is the call ID as journaled.
 	JournalID string
-	Name      string
+	// Name is the tool's name in the target's syntax (see
+	// Report.ToolNames); JournalName is the name as journaled.
+	Name        string
+	JournalName string
 	// Arguments is the call's arguments as a JSON object, for APIs that
 	// take an object. Invalid or non-object arguments become
 	// {"_raw": "<text>"}.
@@ -132,7 +135,8 @@ type Call struct {
 // Result is the result of one call.
 type Result struct {
 	// CallID is the mapped ID of the call it answers.
-	CallID  string
+	CallID string
+	// Name is the tool's name in the target's syntax.
 	Name    string
 	Content string
 	IsError bool

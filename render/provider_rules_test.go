@@ -216,3 +216,68 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// Issue 10 item 24: a journaled tool name outside an API's name rule
+// (fs.read_file for Anthropic and OpenAI, mcp/github:create-issue for all
+// but Ollama) goes by a mapped name in declarations, calls and results,
+// the same in every render of the journal, reported in ToolNames and
+// mapped back by JournalToolName; valid names are kept.
+func TestToolNamesMappedToEachAPIsRule(t *testing.T) {
+	j := (&rt.Journal{}).User("Read and file it.").
+		Call(rt.Claude, "s1", "toolu_1", "fs.read_file", `{"path":"/a"}`).
+		Call(rt.Claude, "s1", "toolu_2", "mcp/github:create-issue", `{"title":"x"}`).
+		Call(rt.Claude, "s1", "toolu_3", "search", `{"q":"x"}`).
+		Result("toolu_1", "fs.read_file", "A").Result("toolu_2", "mcp/github:create-issue", "#1").Result("toolu_3", "search", "hit").
+		User("Thanks.")
+	for _, base := range allTargets {
+		for _, tools := range [][]render.Tool{nil, rt.ToolSet("fs.read_file", "search")} {
+			tg := withTools(base, tools...)
+			r := mustRender(t, j.Events(), tg)
+			again := mustRender(t, j.Events(), tg)
+			if string(r.body) != string(again.body) {
+				t.Fatalf("%s: two renders differ", tg.API)
+			}
+			for _, name := range []string{"fs.read_file", "mcp/github:create-issue", "search"} {
+				wire := name
+				for _, m := range r.report.ToolNames {
+					if m.From == name {
+						wire = m.To
+					}
+				}
+				if render.ValidToolName(tg.API, name) != (wire == name) {
+					t.Errorf("%s: %q goes as %q", tg.API, name, wire)
+				}
+				if !render.ValidToolName(tg.API, wire) {
+					t.Errorf("%s: mapped name %q breaks the API's rule", tg.API, wire)
+				}
+				if got := r.report.JournalToolName(wire); got != name {
+					t.Errorf("%s: JournalToolName(%q) = %q, want %q", tg.API, wire, got, name)
+				}
+				if tg.API != render.Gemini && tg.API != render.OpenAIResponses && !has(r.body, `"`+wire+`"`) {
+					t.Errorf("%s: %q not in the body: %s", tg.API, wire, r.body)
+				}
+			}
+		}
+	}
+}
+
+// JournalCallID inverts Report.Remapped, as JournalToolName inverts
+// Report.ToolNames: the model's calls are journaled under the journal's
+// IDs and names.
+func TestReportMapsModelCallsBack(t *testing.T) {
+	long := "fc_x|a-very-long-id-with|pipes|that-anthropic-refuses"
+	j := (&rt.Journal{}).User("Go.").Exchange(rt.GPT5, "g1", long, "fs.read_file", `{}`, "A").User("More.")
+	r := mustRender(t, j.Events(), claude)
+	if len(r.report.Remapped) != 1 || len(r.report.ToolNames) != 1 {
+		t.Fatalf("remapped %v, tool names %v", r.report.Remapped, r.report.ToolNames)
+	}
+	if got := r.report.JournalCallID(r.report.Remapped[0].To); got != long {
+		t.Errorf("JournalCallID = %q, want %q", got, long)
+	}
+	if got := r.report.JournalCallID("toolu_unknown"); got != "toolu_unknown" {
+		t.Errorf("an unmapped ID should come back as it is, got %q", got)
+	}
+	if got := r.report.JournalToolName(r.report.ToolNames[0].To); got != "fs.read_file" {
+		t.Errorf("JournalToolName = %q", got)
+	}
+}

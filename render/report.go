@@ -46,7 +46,13 @@ type Report struct {
 	ThinkingDisabled bool `json:"thinking_disabled,omitempty"`
 	// Textualized lists call IDs of steps rendered as user-side text.
 	Textualized []string `json:"textualized,omitempty"`
-	// StubbedTools lists tools declared only because history used them.
+	// ToolNames lists the tool names the API refuses, each with the name
+	// it goes by in the request (in order of first use: the target's
+	// tools, then the calls). A call the model makes by the request name
+	// is journaled under the journal name (JournalToolName).
+	ToolNames []NameMapping `json:"tool_names,omitempty"`
+	// StubbedTools lists tools declared only because history used them,
+	// by their journal names.
 	StubbedTools []string `json:"stubbed_tools,omitempty"`
 	// Whitespace lists the texts changed because the API refuses text
 	// blocks that hold only whitespace, and a final assistant message that
@@ -69,6 +75,34 @@ type Report struct {
 type CallNote struct {
 	CallID string `json:"call_id"`
 	Name   string `json:"name"`
+}
+
+// NameMapping is one tool name rewritten into the target's syntax.
+type NameMapping struct {
+	From string `json:"from"` // as journaled, and as the target's tool set names it
+	To   string `json:"to"`   // in the request
+}
+
+// JournalToolName returns the journal's name of a tool the model called
+// by name, the request's name: the inverse of the mapping in ToolNames.
+func (r *Report) JournalToolName(name string) string {
+	for _, m := range r.ToolNames {
+		if m.To == name {
+			return m.From
+		}
+	}
+	return name
+}
+
+// JournalCallID returns the journal's ID of a call known to the model by
+// id, the request's ID: the inverse of the mapping in Remapped.
+func (r *Report) JournalCallID(id string) string {
+	for _, m := range r.Remapped {
+		if m.To == id {
+			return m.From
+		}
+	}
+	return id
 }
 
 // WhitespaceNote is one text dropped or trimmed for an API that refuses
@@ -158,6 +192,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	for _, id := range r.Textualized {
 		fmt.Fprintf(&b, "rendered as text: call %s\n", id)
+	}
+	for _, m := range r.ToolNames {
+		fmt.Fprintf(&b, "tool name: %s -> %s\n", m.From, m.To)
 	}
 	for _, n := range r.StubbedTools {
 		fmt.Fprintf(&b, "stub tool declared: %s\n", n)

@@ -75,6 +75,34 @@ func num(v any) int64 {
 	return i
 }
 
+// Tool-name patterns: Anthropic's (reference, additions), OpenAI's
+// ("a-z, A-Z, 0-9, or contain underscores and dashes, with a maximum
+// length of 64", openai-go FunctionDefinitionParam) and Gemini's ("start
+// with a letter or an underscore ... underscores, dots, colons and
+// dashes, with a maximum length of 128", genai FunctionDeclaration).
+var (
+	anthropicName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	openaiName    = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	geminiName    = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$`)
+)
+
+// checkOpenAIName applies OpenAI's function-name rule.
+func (c *checker) checkOpenAIName(where, name string) {
+	switch {
+	case len(name) > 64:
+		c.fail("Invalid '%s': string too long. Expected a string with maximum length 64, but got a string with length %d instead.", where, len(name))
+	case !openaiName.MatchString(name):
+		c.fail("Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.", where)
+	}
+}
+
+// checkGeminiName applies Gemini's function-name rule.
+func (c *checker) checkGeminiName(where, name string) {
+	if !geminiName.MatchString(name) {
+		c.fail("Invalid function name %q at '%s'. Must start with a letter or an underscore. Must be a-z, A-Z, 0-9, or contain underscores, dots, colons and dashes, with a maximum length of 128.", name, where)
+	}
+}
+
 var (
 	anthropicID = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 	openaiID    = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,40}$`)
@@ -127,6 +155,9 @@ func (c *checker) checkArguments(where string, args any) {
 // ---- OpenAI Chat Completions (reference §1.1) ----
 
 func (c *checker) chat(v map[string]any) {
+	for i, t := range list(v["tools"]) {
+		c.checkOpenAIName(fmt.Sprintf("tools[%d].function.name", i), str(obj(obj(t)["function"])["name"]))
+	}
 	msgs := list(v["messages"])
 	if len(msgs) == 0 {
 		c.fail("[] is too short - 'messages'")
@@ -174,6 +205,7 @@ func (c *checker) chatAssistant(msgs []any, i int, ids map[string]bool) int {
 		want[id] = true
 		order = append(order, id)
 		c.checkArguments(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), obj(call["function"])["arguments"])
+		c.checkOpenAIName(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, k), str(obj(call["function"])["name"]))
 	}
 	j := i + 1
 	for ; j < len(msgs) && str(obj(msgs[j])["role"]) == "tool"; j++ {
@@ -204,6 +236,9 @@ func (c *checker) responses(v map[string]any) {
 	if _, ok := v["previous_response_id"]; ok {
 		c.fail("previous_response_id is server-side state; never send it")
 	}
+	for i, t := range list(v["tools"]) {
+		c.checkOpenAIName(fmt.Sprintf("tools[%d].name", i), str(obj(t)["name"]))
+	}
 	include := fmt.Sprint(v["include"])
 	items := list(v["input"])
 	calls := map[string]int{}
@@ -218,6 +253,7 @@ func (c *checker) responses(v map[string]any) {
 			c.checkID(fmt.Sprintf("input[%d].call_id", i), id)
 			calls[id]++
 			c.checkArguments(fmt.Sprintf("input[%d].arguments", i), it["arguments"])
+			c.checkOpenAIName(fmt.Sprintf("input[%d].name", i), str(it["name"]))
 			c.responsesItemID(items, i, "function_call")
 		case "function_call_output":
 			id := str(it["call_id"])
@@ -311,7 +347,11 @@ func (c *checker) anthropic(v map[string]any) {
 		if _, ok := obj(t)["input_schema"]; !ok {
 			c.fail("tools.%d.custom.input_schema: Field required", i)
 		}
-		tools[str(obj(t)["name"])] = true
+		name := str(obj(t)["name"])
+		if !anthropicName.MatchString(name) {
+			c.fail("tools.%d.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'", i)
+		}
+		tools[name] = true
 	}
 	msgs := c.anthropicMessages(list(v["messages"]))
 	if len(msgs) > 0 {
@@ -614,6 +654,11 @@ func hasBlock(m anthropicMsg, typ string) bool {
 // ---- Gemini generateContent (reference §1.4) ----
 
 func (c *checker) gemini(v map[string]any) {
+	for i, t := range list(v["tools"]) {
+		for k, d := range list(obj(t)["functionDeclarations"]) {
+			c.checkGeminiName(fmt.Sprintf("tools[%d].function_declarations[%d].name", i, k), str(obj(d)["name"]))
+		}
+	}
 	cs := list(v["contents"])
 	if len(cs) == 0 {
 		c.fail("contents is not specified")
@@ -661,6 +706,7 @@ func (c *checker) geminiParts(i int, parts []any) []map[string]any {
 		if fc == nil {
 			continue
 		}
+		c.checkGeminiName(fmt.Sprintf("contents[%d].parts[%d].function_call.name", i, k), str(fc["name"]))
 		if args, ok := fc["args"]; ok && obj(args) == nil {
 			c.fail("Invalid value at 'contents[%d].parts[%d].function_call.args' (type.googleapis.com/google.protobuf.Struct)", i, k)
 		}
