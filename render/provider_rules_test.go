@@ -281,3 +281,28 @@ func TestReportMapsModelCallsBack(t *testing.T) {
 		t.Errorf("JournalToolName = %q", got)
 	}
 }
+
+// Issue 18 item 12: with thinking off for the target (NoThinking, or a
+// model without extended thinking), the model's own reasoning is not sent
+// at all, not only out of the final message.
+func TestAnthropicNoReasoningWithThinkingOff(t *testing.T) {
+	haiku := journal.Producer{Provider: "anthropic", API: "messages", Model: "claude-3-5-haiku"}
+	for _, c := range []struct {
+		tg   render.Target
+		prod journal.Producer
+	}{
+		{render.Target{API: render.Anthropic, Model: "claude-sonnet-4-6", NoThinking: true}, rt.Claude},
+		{render.Target{API: render.Anthropic, Model: "claude-3-5-haiku"}, haiku},
+	} {
+		j := (&rt.Journal{}).User("Weather?").Think(c.prod, "a1", "THINK-a1", "SIG-a1").
+			Exchange(c.prod, "a1", "toolu_1", "get_weather", `{"city":"Paris"}`, "18C").
+			Think(c.prod, "a2", "THINK-a2", "SIG-a2").Say(c.prod, "a2", "18C.").User("Thanks.")
+		r := mustRender(t, j.Events(), withTools(c.tg, weatherTool))
+		if has(r.body, "THINK-") || has(r.body, `"type":"thinking"`) || r.v["thinking"] != nil {
+			t.Errorf("%s: reasoning or thinking sent with thinking off: %s", c.tg.Model, r.body)
+		}
+		if r.report.ReasoningKept != 0 || r.report.ReasoningDropped != 2 {
+			t.Errorf("%s: kept %d, dropped %d", c.tg.Model, r.report.ReasoningKept, r.report.ReasoningDropped)
+		}
+	}
+}
