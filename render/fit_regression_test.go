@@ -72,6 +72,9 @@ func TestFitTruncatesWithStubDeclarations(t *testing.T) {
 				if (w == 2000 || w == 8000) && !fits {
 					t.Errorf("%s window %d: the minimum should fit", model, w)
 				}
+				if (w == 2000 || w == 8000) && model == "claude-sonnet-4-6" && (p.Report.KeptUnits != 2 || p.Report.Digest != "") {
+					t.Errorf("%s window %d: kept %d units, digest %q; the user's request should stay", model, w, p.Report.KeptUnits, p.Report.Digest)
+				}
 			}
 		}
 	}
