@@ -251,8 +251,10 @@ func TestAcceptance09_SwitchIntoThinkingModelMidLoop(t *testing.T) {
 	if _, on := r.v["thinking"]; on || !r.report.ThinkingDisabled {
 		t.Errorf("optional thinking: want it disabled for this request, got %v", r.v["thinking"])
 	}
-	if has(r.body, `"type":"thinking"`) {
-		t.Error("thinking blocks sent while thinking is disabled")
+	// Claude's own earlier thinking stays (issue 10 item 22): with
+	// thinking off only a final assistant message may not hold it.
+	if !has(r.body, `"thinking":"THINK-a1"`) || r.report.ReasoningKept != 1 {
+		t.Errorf("Claude's own thinking should be replayed (kept %d): %s", r.report.ReasoningKept, r.body)
 	}
 	o := mustRender(t, j.Events(), withTools(claudeOpus, weatherTool))
 	if str(obj(o.v["thinking"])["type"]) != "adaptive" {
@@ -260,7 +262,7 @@ func TestAcceptance09_SwitchIntoThinkingModelMidLoop(t *testing.T) {
 	}
 	// Sonnet's exchange is foreign to Opus too, and its results would lead
 	// the last user turn once GPT's step is text, so it becomes text as well.
-	if d := cmp.Diff([]string{"call_g1", "toolu_a1"}, o.report.Textualized); d != "" {
+	if d := cmp.Diff([]string{"toolu_a1", "call_g1"}, o.report.Textualized); d != "" {
 		t.Errorf("textualized (-want +got):\n%s", d)
 	}
 	msgs := list(o.v["messages"])
@@ -483,9 +485,16 @@ func TestAcceptance16_InstructionsPlacement(t *testing.T) {
 	if !strings.Contains(compact(at(a.v["messages"], 2)), "French") || str(obj(at(a.v["messages"], 2))["role"]) != "user" {
 		t.Errorf("anthropic: the mid instruction should be user-side text: %s", a.body)
 	}
-	m := mustRender(t, j.Events(), claudeMid)
-	if d := cmp.Diff([]string{"user", "assistant", "system", "user"}, roles(m.v["messages"])); d != "" {
-		t.Errorf("anthropic with mid-conversation system (-want +got):\n%s", d)
+	// Models flagged MidSystem get the same form: the Messages API
+	// refuses role "system" inside messages.
+	for _, tg := range []render.Target{claudeMid, claudeOpus} {
+		m := mustRender(t, j.Events(), tg)
+		if d := cmp.Diff([]string{"user", "assistant", "user"}, roles(m.v["messages"])); d != "" || has(m.body, `"role":"system"`) {
+			t.Errorf("anthropic %s, flagged mid-conversation system (-want +got):\n%s", tg.Model, d)
+		}
+		if !strings.Contains(compact(at(m.v["messages"], 2)), "[System instruction]\\nFrom now on answer in French.") {
+			t.Errorf("anthropic %s: the mid instruction should be user-side text: %s", tg.Model, m.body)
+		}
 	}
 	g := mustRender(t, j.Events(), gemini3)
 	if !strings.Contains(compact(g.v["systemInstruction"]), "Be terse.") || !strings.Contains(compact(at(g.v["contents"], 2)), "French") {
@@ -589,8 +598,10 @@ func TestAcceptance19_ArgumentEncoding(t *testing.T) {
 			t.Fatalf("%s: %d calls", tg.API, len(got))
 		}
 		if tg.API == render.OpenAIChat || tg.API == render.OpenAIResponses {
-			if got[0] != args || got[1] != bad {
-				t.Errorf("%s: arguments %q, want the journal's text", tg.API, got)
+			// Invalid JSON goes wrapped: a strict server refuses an
+			// arguments string that is not a JSON-encoded object.
+			if got[0] != args || got[1] != `{"_raw":"{\"city\": \"Par"}` {
+				t.Errorf("%s: arguments %q, want the journal's object and the wrapped invalid text", tg.API, got)
 			}
 			continue
 		}

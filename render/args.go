@@ -10,23 +10,27 @@ import (
 )
 
 // argumentForms returns a call's arguments as a JSON object (for APIs
-// that take an object) and as text (for APIs that take a JSON string).
-// The text is the journal's bytes verbatim. Arguments that are not a JSON
-// object (invalid JSON kept in RawArguments, or an array or scalar)
-// become the object {"_raw": "<text>"}; absent arguments are {}.
+// that take an object) and as the text of that object (for APIs that take
+// a JSON string). A JSON object is the journal's bytes verbatim in both
+// forms. Arguments that are not a JSON object (invalid JSON kept in
+// RawArguments, or an array or scalar) become the object
+// {"_raw": "<text>"} in both forms too: OpenAI-compatible servers refuse
+// an arguments string that is not a JSON-encoded object. Absent arguments
+// are {}.
 func argumentForms(tc *journal.ToolCall) (obj json.RawMessage, text string) {
 	switch {
 	case len(tc.Arguments) > 0 && string(tc.Arguments) != "null":
-		text = string(tc.Arguments)
 		if isJSONObject(tc.Arguments) {
-			return tc.Arguments, text
+			return tc.Arguments, string(tc.Arguments)
 		}
+		text = string(tc.Arguments)
 	case tc.RawArguments != "":
 		text = tc.RawArguments
 	default:
 		return json.RawMessage("{}"), "{}"
 	}
-	return rawObject(text), text
+	obj = rawObject(text)
+	return obj, string(obj)
 }
 
 // rawObject wraps text that is not a JSON object as {"_raw": text}.

@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/agentcapsule/capsule/journal"
 )
@@ -21,6 +22,10 @@ type builder struct {
 	report   Report
 	declared map[string]bool // tool names declared by the target
 	stubs    map[string]bool // tool names that need a stub declaration
+	// wireNames maps the journal's tool names the API refuses to the
+	// names they go by in the request (mapToolNames).
+	wireNames map[string]string
+	tools     []Tool // the target's tools under their request names
 }
 
 func newBuilder(events []journal.Event, t Target) *builder {
@@ -32,7 +37,7 @@ func newBuilder(events []journal.Event, t Target) *builder {
 	b := &builder{
 		events: events, t: t, caps: caps, own: t.Producer(),
 		cnt:      newCounter(enc),
-		declared: map[string]bool{}, stubs: map[string]bool{},
+		declared: map[string]bool{}, stubs: map[string]bool{}, wireNames: map[string]string{},
 	}
 	for _, tool := range t.Tools {
 		b.declared[tool.Name] = true
@@ -53,6 +58,10 @@ func (b *builder) buildInstr(u *unit) (Item, bool) {
 	if in.Text == "" {
 		return Item{}, false // nothing to say; APIs reject empty text
 	}
+	if b.blank(in.Text) {
+		b.noteBlank(u.event, BlankInstruction, "")
+		return Item{}, false
+	}
 	it := Item{Kind: ItemInstruction, Role: in.Role, Text: in.Text}
 	it.tokens = b.cnt.count(in.Text) + perMessage
 	return it, true
@@ -69,8 +78,24 @@ func (b *builder) buildUser(u *unit) (Item, bool) {
 	if it.Text == "" {
 		return Item{}, false
 	}
+	if b.blank(it.Text) {
+		b.noteBlank(u.event, BlankUserText, "")
+		return Item{}, false
+	}
 	it.tokens = b.cnt.count(it.Text) + perMessage
 	return it, true
+}
+
+// blank reports whether s is a text the API refuses as a text block
+// because it holds only whitespace (Anthropic: "text content blocks must
+// contain non-whitespace text"). Other APIs take it as it is.
+func (b *builder) blank(s string) bool {
+	return b.t.API == Anthropic && s != "" && strings.TrimSpace(s) == ""
+}
+
+// noteBlank records a whitespace-only text left out of the request.
+func (b *builder) noteBlank(event int32, what, callID string) {
+	b.report.Whitespace = append(b.report.Whitespace, WhitespaceNote{Event: int(event), What: what, CallID: callID})
 }
 
 // decode fully decodes event i's body into v; a body that does not decode
@@ -176,10 +201,14 @@ func (b *builder) replayable(r *journal.Reasoning) bool {
 
 func (b *builder) addText(st *Step, aborted bool, i int32) {
 	var m journal.AssistantMessage
-	if !b.decode(i, &m) || aborted || m.Text == "" {
+	if !b.decode(i, &m) || aborted || m.Text == "" && !b.signedEmpty(st, &m) {
 		return
 	}
-	p := Part{Kind: PartText, Text: m.Text}
+	if b.blank(m.Text) {
+		b.noteBlank(i, BlankAssistantText, "")
+		return // Claude emits "\n\n" before a tool call
+	}
+	p := Part{Kind: PartText, Text: m.Text, event: i}
 	if st.Own {
 		p.Signature = m.Signature
 		if b.t.API == OpenAIResponses {
@@ -188,6 +217,13 @@ func (b *builder) addText(st *Step, aborted bool, i int32) {
 	}
 	p.tokens = b.cnt.count(m.Text)
 	st.Parts = append(st.Parts, p)
+}
+
+// signedEmpty reports whether an empty text is a Gemini model's own
+// final part that carries its thought signature: replayed to that model,
+// it keeps the signature chain intact.
+func (b *builder) signedEmpty(st *Step, m *journal.AssistantMessage) bool {
+	return b.t.API == Gemini && st.Own && m.Signature != ""
 }
 
 func (b *builder) addCall(st *Step, c *callRef, i int32) {
@@ -199,8 +235,9 @@ func (b *builder) addCall(st *Step, c *callRef, i int32) {
 		tc = journal.ToolCall{}
 	}
 	obj, text := argumentForms(&tc)
-	id, name := c.id(), c.name()
-	p := Part{Kind: PartCall, Call: Call{ID: id, JournalID: id, Name: name, Arguments: obj, ArgumentsText: text}}
+	id, journalName := c.id(), c.name()
+	name := b.wireName(journalName)
+	p := Part{Kind: PartCall, Call: Call{ID: id, JournalID: id, Name: name, JournalName: journalName, Arguments: obj, ArgumentsText: text}}
 	if st.Own {
 		p.Signature = tc.Signature
 		if b.t.API == OpenAIResponses {
@@ -208,8 +245,8 @@ func (b *builder) addCall(st *Step, c *callRef, i int32) {
 		}
 	}
 	p.tokens = b.cnt.count(name) + b.cnt.count(text) + perCall
-	if b.t.API == Anthropic && !b.declared[name] && !b.stubs[name] {
-		b.stubs[name] = true
+	if b.t.API == Anthropic && !b.declared[journalName] && !b.stubs[journalName] {
+		b.stubs[journalName] = true
 		p.stub = b.toolTokens([]Tool{stubTool(name)})
 	}
 	st.Parts = append(st.Parts, p)
@@ -217,13 +254,19 @@ func (b *builder) addCall(st *Step, c *callRef, i int32) {
 
 // result decodes the result paired with c, or makes the synthetic one.
 func (b *builder) result(c callRef) Result {
-	r := Result{CallID: c.id(), Name: c.name()}
+	r := Result{CallID: c.id(), Name: b.wireName(c.name())}
 	var tr journal.ToolResult
 	if c.result < 0 {
 		r.Content, r.IsError, r.Synthetic = SyntheticResult, true, true
 	} else if b.decode(c.result, &tr) {
 		r.Content, r.IsError = userText(tr.Content, tr.Attachments), tr.IsError
 		b.report.Attachments += len(tr.Attachments)
+		if b.blank(r.Content) {
+			// The block stays, without content: a tool_result is never
+			// dropped.
+			b.noteBlank(c.result, BlankToolResult, r.CallID)
+			r.Content = ""
+		}
 	} else {
 		r.Content, r.IsError = "tool result unreadable: malformed journal event", true
 	}

@@ -48,9 +48,11 @@ type Caps struct {
 	// ThoughtSignatures is set for models that reject a function call
 	// without a thought signature (Gemini 3).
 	ThoughtSignatures bool `json:"thought_signatures,omitempty"`
-	// MidSystem allows system messages inside the conversation (Anthropic's
-	// role "system" messages); otherwise later instructions become
-	// user-side text where the API has a single system slot.
+	// MidSystem marks models announced as taking system messages inside
+	// the conversation (Anthropic). The Messages API refuses role
+	// "system" inside messages, so until a documented form exists the
+	// renderer does not use it: later instructions become user-side text
+	// for every Claude model.
 	MidSystem bool `json:"mid_system,omitempty"`
 	// Developer renders instructions with the "developer" role (OpenAI
 	// o-series and gpt-5) instead of "system".

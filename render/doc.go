@@ -40,14 +40,22 @@
 //     provider item IDs follow the same rule.
 //  4. Applies the provider rules that depend on neighbours: Anthropic
 //     thinking must lead its message and, with thinking on, the message
-//     before the last tool results; when the last exchange cannot meet
-//     that, thinking is turned off for the request where the model allows
-//     it, else the steps of that tool loop are sent as user-side text
-//     (reasoning never included). Responses reasoning needs its following
+//     before the last tool results and the first assistant message of the
+//     open turn (tool results do not end a turn, user text does); when
+//     the open turn cannot meet that, thinking is turned off for the
+//     request where the model allows it (the model's earlier thinking is
+//     still replayed, except in a final assistant message), else the
+//     failing steps of that tool loop are sent as user-side text
+//     (reasoning never included). With thinking off for the target
+//     (NoThinking, or a model without it) no reasoning is sent. Responses reasoning needs its following
 //     item, and item IDs are kept only beside replayed reasoning.
 //  5. Maps call IDs into the target's syntax (IDRule): IDs that fit are
 //     kept, others and repeats become a prefix plus base62 of sha256, the
-//     same for calls and results, stable for a journal.
+//     same for calls and results, stable for a journal. Tool names the
+//     API refuses (ValidToolName) likewise become the name with its other
+//     bytes as "_", cut, plus "_" and base62 of sha256, in declarations,
+//     calls and results (Report.ToolNames; JournalToolName and
+//     JournalCallID map the model's calls back).
 //  6. Declares, for Anthropic, a stub for every tool the kept history used
 //     that the target no longer offers.
 //
@@ -62,9 +70,11 @@
 //     except a tool call whose ID and name are readable: it is kept with
 //     no arguments, so its result still pairs.
 //   - Arguments that are not a JSON object (RawArguments text, an array, a
-//     scalar) go verbatim where the API takes a string (OpenAI) and as
-//     {"_raw": "<text>"} where it takes an object (Anthropic, Gemini,
-//     Ollama); absent arguments are {}.
+//     scalar) go as {"_raw": "<text>"} to every API: as that object where
+//     the API takes an object (Anthropic, Gemini, Ollama), as its JSON
+//     text where it takes a string (OpenAI Chat and Responses, whose
+//     strict servers refuse a string that is not a JSON-encoded object);
+//     absent arguments are {}.
 //   - A call without a result gets an error result with the text
 //     SyntheticResult, in its step, before the next user turn or step.
 //   - A result with no call in the open step (an orphan, a result before
@@ -75,8 +85,17 @@
 //     calls, each with its result or the synthetic one.
 //   - Empty user or instruction texts, and steps left with nothing to
 //     send, are skipped; a journal with nothing to send is ErrEmpty.
-//   - A Gemini thought signature is replayed as journaled; a first call of
-//     a Gemini 3 model turn without one gets the documented placeholder.
+//   - For Anthropic, which refuses text blocks of whitespace only, such
+//     user, instruction and assistant texts are skipped too, a tool
+//     result of whitespace only keeps its tool_result block without
+//     content, and a final assistant message has its trailing whitespace
+//     trimmed (Report.Whitespace).
+//   - A Gemini thought signature is replayed as journaled, also on an
+//     empty final text part of the model's own ({"text":"",
+//     "thoughtSignature":...}); a first call of a Gemini 3 model turn
+//     without one gets the documented placeholder. Other models' calls
+//     carry no ID in a Gemini body, so only the model's own call IDs are
+//     mapped (Report.Remapped).
 //   - Attachments are sent as a text note naming the blob, its type and
 //     size: rendering never loads blobs.
 //
@@ -91,6 +110,8 @@
 // input tokens over the Report.Tokens.Base recorded as EstimatedTokens,
 // newest 32, plus 5%, clamped to [1, 2]). The fitter guarantees
 // ceil(k * base) <= window unless even the instructions, tools and the
-// newest unit cut to its minimum do not fit (Report.Tokens.OverBudget).
+// newest unit cut to its minimum (with the stub declarations its calls
+// need, and in the larger of its forms where a step may go as text) do
+// not fit (Report.Tokens.OverBudget).
 // Counting memoizes pre-token pieces for the length of one render only.
 package render

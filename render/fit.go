@@ -28,11 +28,13 @@ func NewPlan(events []journal.Event, t Target) (*Plan, error) {
 	b := newBuilder(events, t)
 	b.seg = segment(events)
 	b.noteSegmentation()
+	b.mapToolNames()
+	b.tools = b.wireTools(t.Tools)
 	factor, calibration := calibrate(events, b.seg.usage, b.own, t.API, b.caps)
 	budget := b.budget()
 	base := baseBudget(budget, factor)
 	instrs, fixed := b.instructions()
-	fixed += priming + b.toolTokens(t.Tools)
+	fixed += priming + b.toolTokens(b.tools)
 	kept, cut := b.fit(base - fixed)
 	if len(kept) == 0 {
 		return nil, ErrEmpty
@@ -130,18 +132,7 @@ func (b *builder) fit(avail int) ([]keptUnit, int) {
 	if last < 0 {
 		return nil, 0
 	}
-	d := newDigester(b)
-	maxEvents, maxTools := d.bound()
-	startCost := 0
-	if b.needsStart(first) {
-		startCost = b.cnt.count(StartText) + perMessage
-	}
-	reserve := func(cut int) int {
-		if cut <= first {
-			return startCost
-		}
-		return max(startCost, b.cnt.count(digestText(maxEvents, maxTools, d.request(cut)))+perMessage)
-	}
+	reserve, startCost := b.reserver(first)
 	var kept []keptUnit
 	used := 0
 	cut := last + 1
@@ -153,8 +144,7 @@ func (b *builder) fit(avail int) ([]keptUnit, int) {
 		it, ok := b.buildUnit(&units[i])
 		cost := b.cost(&it, ok)
 		if i == last && cost > avail-reserve(i) {
-			it = b.truncate(it, avail-reserve(i))
-			cost = b.cost(&it, ok)
+			it, cost = b.truncateToFit(it, ok, avail-reserve(i))
 		} else if i != last && used+cost+reserve(i) > avail {
 			// It does not fit beside a digest; it may still fit if
 			// everything older fits too and no digest is needed.
@@ -174,6 +164,25 @@ func (b *builder) fit(avail int) ([]keptUnit, int) {
 		cut = i
 	}
 	return kept, cut
+}
+
+// reserver returns the base tokens to keep free for what opens the
+// conversation when the window starts at unit cut (the digest of the
+// units before it, or StartText), and the cost of StartText alone. first
+// is the first unit that is not an instruction.
+func (b *builder) reserver(first int) (func(cut int) int, int) {
+	d := newDigester(b)
+	maxEvents, maxTools := d.bound()
+	startCost := 0
+	if b.needsStart(first) {
+		startCost = b.cnt.count(StartText) + perMessage
+	}
+	return func(cut int) int {
+		if cut <= first {
+			return startCost
+		}
+		return max(startCost, b.cnt.count(digestText(maxEvents, maxTools, d.request(cut)))+perMessage)
+	}, startCost
 }
 
 // fitRest builds the units from i back to the first and reports whether
@@ -223,9 +232,10 @@ func (b *builder) buildUnit(u *unit) (Item, bool) {
 	return b.buildStep(u)
 }
 
-// cost is the base cost of a kept unit. For an Anthropic model that
-// always thinks, any step may end up rendered as text (policy.go), so a
-// step costs the larger of both forms.
+// cost is the base cost of a kept unit: a step counts the stub
+// declarations its calls need. For an Anthropic model that always thinks,
+// any step may end up rendered as text (policy.go), so a step costs the
+// larger of both forms.
 func (b *builder) cost(it *Item, ok bool) int {
 	if !ok {
 		return 0
@@ -234,12 +244,18 @@ func (b *builder) cost(it *Item, ok bool) int {
 		return it.tokens
 	}
 	it.tokens = stepTokens(it.Step)
-	n := it.tokens
-	for i := range it.Step.Parts {
-		n += it.Step.Parts[i].stub
-	}
+	n := it.tokens + stubCost(it.Step)
 	if b.t.API == Anthropic && b.caps.Thinking == ThinkingAlways {
 		return max(n, b.cnt.count(textual(it.Step))+perMessage)
+	}
+	return n
+}
+
+// stubCost is the cost of the stub declarations a step's calls reserved.
+func stubCost(st *Step) int {
+	n := 0
+	for i := range st.Parts {
+		n += st.Parts[i].stub
 	}
 	return n
 }
@@ -310,6 +326,7 @@ func (b *builder) estimate(p *Plan, factor float64, calibration, budget int, ove
 		base += it.tokens
 	}
 	sort.Ints(b.report.Malformed)
+	sort.SliceStable(b.report.Whitespace, func(i, j int) bool { return b.report.Whitespace[i].Event < b.report.Whitespace[j].Event })
 	e := &b.report.Tokens
 	e.Factor, e.Calibration, e.Base, e.Budget = factor, calibration, base, budget
 	e.Estimated = int(math.Ceil(factor * float64(base)))

@@ -30,6 +30,9 @@ func mustRender(t *testing.T, events []journal.Event, tg render.Target) rendered
 	if err := rt.Validate(tg, body); err != nil {
 		t.Fatalf("%s %s: %v\nbody: %s", tg.API, tg.Model, err, body)
 	}
+	if err := rt.ValidateReport(tg, body, rep); err != nil {
+		t.Fatalf("%s %s: %v\nbody: %s", tg.API, tg.Model, err, body)
+	}
 	var v map[string]any
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()

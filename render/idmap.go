@@ -54,12 +54,14 @@ func hashedID(rule IDRule, id string, attempt int) string {
 // call in the request uses, and points each result at its call's ID. IDs
 // that already fit are kept (the first use of an ID keeps it); the others
 // are hashed, in journal order, so the mapping is stable for a journal.
+// Gemini carries IDs only on the model's own calls (the others pair by
+// name and order), so only those are mapped and reported.
 func (b *builder) mapIDs(p *Plan) {
 	used := map[string]bool{}
 	var redo []*Call
 	var steps []*Step
 	for i := range p.Items {
-		if st := p.Items[i].Step; st != nil {
+		if st := p.Items[i].Step; st != nil && (st.Own || b.t.API != Gemini) {
 			steps = append(steps, st)
 			for _, c := range st.Calls() {
 				if ValidID(b.caps.IDRule, c.ID) && !used[c.ID] {
@@ -90,25 +92,26 @@ func (b *builder) mapIDs(p *Plan) {
 
 // declareTools lists the target's tools, then for Anthropic a stub for
 // each tool a kept call uses that the target does not offer, in order of
-// first use.
+// first use, all under their request names, and reports the names it
+// mapped.
 func (b *builder) declareTools(p *Plan) {
-	p.Tools = append(p.Tools, b.t.Tools...)
-	if b.t.API != Anthropic {
-		return
-	}
+	p.Tools = append(p.Tools, b.tools...)
+	mapped := map[string]bool{}
 	seen := map[string]bool{}
 	for _, t := range b.t.Tools {
 		seen[t.Name] = true
+		b.noteToolName(t.Name, mapped)
 	}
 	for _, it := range p.Items {
 		if it.Step == nil {
 			continue
 		}
 		for _, c := range it.Step.Calls() {
-			if !seen[c.Name] {
-				seen[c.Name] = true
+			b.noteToolName(c.JournalName, mapped)
+			if b.t.API == Anthropic && !seen[c.JournalName] {
+				seen[c.JournalName] = true
 				p.Tools = append(p.Tools, stubTool(c.Name))
-				b.report.StubbedTools = append(b.report.StubbedTools, c.Name)
+				b.report.StubbedTools = append(b.report.StubbedTools, c.JournalName)
 			}
 		}
 	}

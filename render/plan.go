@@ -19,7 +19,7 @@ type Plan struct {
 	Items []Item
 	// Tools are the tools to declare: the target's own, then stubs for
 	// tools the kept history used that the target no longer offers, where
-	// the API requires them (Anthropic).
+	// the API requires them (Anthropic), each under its request name.
 	Tools []Tool
 	// Thinking is whether extended thinking is enabled for this request.
 	Thinking bool
@@ -108,7 +108,8 @@ type Part struct {
 	// Call is set for PartCall.
 	Call   Call
 	tokens int
-	stub   int // reserved cost of a stub declaration this call needs
+	stub   int   // reserved cost of a stub declaration this call needs
+	event  int32 // the journal event of a text part
 }
 
 // Call is a tool call as the target will see it.
@@ -117,20 +118,25 @@ type Call struct {
 	ID string
 	// JournalID is the call ID as journaled.
 	JournalID string
-	Name      string
+	// Name is the tool's name in the target's syntax (see
+	// Report.ToolNames); JournalName is the name as journaled.
+	Name        string
+	JournalName string
 	// Arguments is the call's arguments as a JSON object, for APIs that
 	// take an object. Invalid or non-object arguments become
 	// {"_raw": "<text>"}.
 	Arguments json.RawMessage
-	// ArgumentsText is the arguments exactly as journaled, for APIs that
-	// take a JSON string ("{}" when there were none).
+	// ArgumentsText is the text of Arguments, for APIs that take a JSON
+	// string: a JSON object exactly as journaled, else the {"_raw"} object
+	// ("{}" when there were none).
 	ArgumentsText string
 }
 
 // Result is the result of one call.
 type Result struct {
 	// CallID is the mapped ID of the call it answers.
-	CallID  string
+	CallID string
+	// Name is the tool's name in the target's syntax.
 	Name    string
 	Content string
 	IsError bool

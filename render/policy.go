@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // applyPolicies enforces the rules that depend on neighbouring items:
@@ -12,12 +13,33 @@ func (b *builder) applyPolicies(p *Plan) {
 	switch b.t.API {
 	case Anthropic:
 		b.anthropicPolicy(p)
+		p.Items = pruneEmpty(p.Items)
+		b.trimFinal(p.Items)
 	case OpenAIResponses:
 		b.responsesPolicy(p)
 	case Ollama, Gemini:
 		p.Thinking = b.caps.Thinking == ThinkingAlways || b.caps.Thinking == ThinkingOptional && !b.t.NoThinking
 	}
 	p.Items = pruneEmpty(p.Items)
+}
+
+// trimFinal trims the trailing whitespace of a final assistant message
+// (Anthropic: "final assistant content cannot end with trailing
+// whitespace"). Whitespace-only texts were left out when built, so the
+// trimmed text is never empty; its token count stays an upper bound.
+func (b *builder) trimFinal(items []Item) {
+	if len(items) == 0 {
+		return
+	}
+	st := items[len(items)-1].Step
+	if st == nil || len(st.Results) > 0 || len(st.Parts) == 0 {
+		return
+	}
+	pt := &st.Parts[len(st.Parts)-1]
+	if t := strings.TrimRightFunc(pt.Text, unicode.IsSpace); pt.Kind == PartText && t != pt.Text {
+		pt.Text = t
+		b.noteBlank(pt.event, TrailingWhitespace, "")
+	}
 }
 
 // pruneEmpty removes steps left with no parts: an API rejects an
@@ -39,11 +61,14 @@ const MinThinkingBudget = 1024
 
 // anthropicPolicy applies Anthropic's thinking rules (reference §1.3):
 // an assistant message that holds thinking must start with it; with
-// thinking on, the assistant message before the last tool results (or a
-// final assistant message) must start with thinking; with thinking off,
-// no thinking is sent. A request that cannot meet the second rule turns
-// thinking off when the model allows it, else renders that run of steps
-// as text.
+// thinking on, the first assistant message of the open turn (the steps
+// after the last user text, whose tool results do not end the turn) and
+// the one before the last tool results (or a final assistant message)
+// must start with thinking; with thinking off, no thinking is sent in a
+// final assistant message. A request that cannot meet the second rule
+// turns thinking off when the model allows it, keeping the model's
+// earlier thinking where the API takes it, else renders the failing run
+// of steps as text.
 func (b *builder) anthropicPolicy(p *Plan) {
 	switch b.caps.Thinking {
 	case ThinkingAlways:
@@ -68,17 +93,17 @@ func (b *builder) anthropicPolicy(p *Plan) {
 		}
 	}
 	// Text joins the last user turn, which may then hold the results of
-	// the run before; repeat until a run leads with thinking or a real
-	// user turn ends the tool loop.
+	// the run before; repeat until the open turn leads with thinking or a
+	// real user turn ends the tool loop.
 	for {
-		r, ok := finalRun(p.Items)
-		if !ok || startsWithReasoning(p.Items, r) {
+		r, ok := unthoughtRun(p.Items)
+		if !ok {
 			return
 		}
 		if b.caps.Thinking == ThinkingOptional {
 			p.Thinking = false
 			b.report.ThinkingDisabled = true
-			dropReasoning(p.Items, &b.report)
+			dropFinalReasoning(p.Items, &b.report)
 			return
 		}
 		b.textualize(p.Items[r[0]:r[1]])
@@ -95,15 +120,9 @@ func runs(items []Item) [][2]int {
 			i++
 			continue
 		}
-		j := i
-		for j < len(items) && items[j].Kind == ItemStep {
-			j++
-			if len(items[j-1].Step.Results) > 0 {
-				break
-			}
-		}
-		out = append(out, [2]int{i, j})
-		i = j
+		r := runAt(items, i)
+		out = append(out, r)
+		i = r[1]
 	}
 	return out
 }
@@ -122,6 +141,52 @@ func finalRun(items []Item) ([2]int, bool) {
 		return r, true
 	}
 	return [2]int{}, false
+}
+
+// unthoughtRun returns a run that must start with thinking and does not:
+// the first run of the open turn (the runs back to the last item that is
+// not a step), else the final run.
+func unthoughtRun(items []Item) ([2]int, bool) {
+	final, ok := finalRun(items)
+	if !ok {
+		return [2]int{}, false
+	}
+	start := final[0]
+	for start > 0 && items[start-1].Kind == ItemStep {
+		start--
+	}
+	first := runAt(items, start)
+	if !startsWithReasoning(items, first) {
+		return first, true
+	}
+	if !startsWithReasoning(items, final) {
+		return final, true
+	}
+	return [2]int{}, false
+}
+
+// runAt returns the run that starts at item i, a step.
+func runAt(items []Item, i int) [2]int {
+	j := i
+	for j < len(items) && items[j].Kind == ItemStep {
+		j++
+		if len(items[j-1].Step.Results) > 0 {
+			break
+		}
+	}
+	return [2]int{i, j}
+}
+
+// dropFinalReasoning removes the reasoning of a final assistant message
+// (the request ends on steps without results): with thinking off, that is
+// the only message the API refuses thinking in ("When thinking is
+// disabled, an assistant message in the final position cannot contain
+// thinking"), so earlier thinking of the model stays as it was sent.
+func dropFinalReasoning(items []Item, rep *Report) {
+	r, ok := finalRun(items)
+	if ok && r[1] == len(items) && len(items[r[1]-1].Step.Results) == 0 {
+		dropReasoning(items[r[0]:r[1]], rep)
+	}
 }
 
 func hasReasoning(items []Item, r [2]int) bool {

@@ -16,7 +16,8 @@ import (
 // and windows and checks: the provider's validator passes; every call has
 // exactly one result and every result its call; no reasoning, signature
 // or item ID reaches a model that did not produce it; the estimate fits
-// the window; rendering is deterministic.
+// the window whenever the instructions, tools and the newest unit cut to
+// its minimum fit (render.MinimumFits); rendering is deterministic.
 //
 // rapid prints the seed of a failure; replay it with
 //
@@ -42,9 +43,15 @@ func TestRenderProperties(t *testing.T) {
 		if err := rendertest.Validate(tg, body); err != nil {
 			t.Fatalf("%s %s: %v\nbody: %s", tg.API, tg.Model, err, body)
 		}
+		if err := rendertest.ValidateReport(tg, body, &p.Report); err != nil {
+			t.Fatalf("%s %s: %v\nbody: %s", tg.API, tg.Model, err, body)
+		}
 		checkPairs(t, p)
 		checkSecrets(t, tg, c, body)
 		checkWindow(t, p)
+		if e := p.Report.Tokens; e.Estimated > e.Budget && render.MinimumFits(events, tg) {
+			t.Fatalf("estimate %d exceeds budget %d although the instructions, tools and the newest unit cut to its minimum fit", e.Estimated, e.Budget)
+		}
 		again, _, err := wire.Render(events, tg)
 		if err != nil || !bytes.Equal(body, again) {
 			t.Fatalf("second render differs (err %v)", err)

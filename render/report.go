@@ -41,12 +41,23 @@ type Report struct {
 	ReasoningKept    int `json:"reasoning_kept"`
 	ReasoningDropped int `json:"reasoning_dropped"`
 	// ThinkingDisabled is set when thinking was turned off for this
-	// request because the last exchange has no thinking to lead it.
+	// request because the open turn (or its last exchange) has no
+	// thinking of the model to lead it.
 	ThinkingDisabled bool `json:"thinking_disabled,omitempty"`
 	// Textualized lists call IDs of steps rendered as user-side text.
 	Textualized []string `json:"textualized,omitempty"`
-	// StubbedTools lists tools declared only because history used them.
+	// ToolNames lists the tool names the API refuses, each with the name
+	// it goes by in the request (in order of first use: the target's
+	// tools, then the calls). A call the model makes by the request name
+	// is journaled under the journal name (JournalToolName).
+	ToolNames []NameMapping `json:"tool_names,omitempty"`
+	// StubbedTools lists tools declared only because history used them,
+	// by their journal names.
 	StubbedTools []string `json:"stubbed_tools,omitempty"`
+	// Whitespace lists the texts changed because the API refuses text
+	// blocks that hold only whitespace, and a final assistant message that
+	// ends with whitespace (Anthropic), in journal order.
+	Whitespace []WhitespaceNote `json:"whitespace,omitempty"`
 	// Placeholders counts dummy thought signatures put on foreign calls.
 	Placeholders int `json:"placeholder_signatures,omitempty"`
 	// Malformed lists indices (0-based, in the given order) of events whose
@@ -65,6 +76,56 @@ type CallNote struct {
 	CallID string `json:"call_id"`
 	Name   string `json:"name"`
 }
+
+// NameMapping is one tool name rewritten into the target's syntax.
+type NameMapping struct {
+	From string `json:"from"` // as journaled, and as the target's tool set names it
+	To   string `json:"to"`   // in the request
+}
+
+// JournalToolName returns the journal's name of a tool the model called
+// by name, the request's name: the inverse of the mapping in ToolNames.
+func (r *Report) JournalToolName(name string) string {
+	for _, m := range r.ToolNames {
+		if m.To == name {
+			return m.From
+		}
+	}
+	return name
+}
+
+// JournalCallID returns the journal's ID of a call known to the model by
+// id, the request's ID: the inverse of the mapping in Remapped.
+func (r *Report) JournalCallID(id string) string {
+	for _, m := range r.Remapped {
+		if m.To == id {
+			return m.From
+		}
+	}
+	return id
+}
+
+// WhitespaceNote is one text dropped or trimmed for an API that refuses
+// whitespace-only text blocks.
+type WhitespaceNote struct {
+	// Event is the index (0-based, in the given order) of the event that
+	// holds the text.
+	Event int `json:"event"`
+	// What is one of the Blank and TrailingWhitespace constants.
+	What string `json:"what"`
+	// CallID names the call of a tool result, as journaled.
+	CallID string `json:"call_id,omitempty"`
+}
+
+// What a WhitespaceNote says was done. A tool_result block is never
+// dropped: only its whitespace content is.
+const (
+	BlankUserText      = "whitespace-only user text not sent"
+	BlankInstruction   = "whitespace-only instruction not sent"
+	BlankAssistantText = "whitespace-only assistant text not sent"
+	BlankToolResult    = "whitespace-only tool result content not sent"
+	TrailingWhitespace = "trailing whitespace trimmed from the final assistant text"
+)
 
 // IDMapping is one rewritten call ID.
 type IDMapping struct {
@@ -127,13 +188,19 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "reasoning: %d replayed, %d not sent\n", r.ReasoningKept, r.ReasoningDropped)
 	if r.ThinkingDisabled {
-		b.WriteString("thinking: disabled for this request (the last exchange has no thinking of this model)\n")
+		b.WriteString("thinking: disabled for this request (the open turn does not start with thinking of this model)\n")
 	}
 	for _, id := range r.Textualized {
 		fmt.Fprintf(&b, "rendered as text: call %s\n", id)
 	}
+	for _, m := range r.ToolNames {
+		fmt.Fprintf(&b, "tool name: %s -> %s\n", m.From, m.To)
+	}
 	for _, n := range r.StubbedTools {
 		fmt.Fprintf(&b, "stub tool declared: %s\n", n)
+	}
+	for _, n := range r.Whitespace {
+		fmt.Fprintf(&b, "whitespace: event %d: %s%s\n", n.Event, n.What, callSuffix(n.CallID))
 	}
 	if r.Placeholders > 0 {
 		fmt.Fprintf(&b, "placeholder thought signatures: %d\n", r.Placeholders)
@@ -158,6 +225,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
+func callSuffix(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " (call " + id + ")"
+}
+
 func orUser(id string) string {
 	if id == "" {
 		return "user text"
@@ -167,11 +241,11 @@ func orUser(id string) string {
 
 // counters is a snapshot of what building one unit adds to a report.
 type counters struct {
-	kept, dropped, attachments, synthesized, malformed, truncated int
+	kept, dropped, attachments, synthesized, malformed, truncated, whitespace int
 }
 
 func (r *Report) counters() counters {
-	return counters{r.ReasoningKept, r.ReasoningDropped, r.Attachments, len(r.Synthesized), len(r.Malformed), len(r.Truncated)}
+	return counters{r.ReasoningKept, r.ReasoningDropped, r.Attachments, len(r.Synthesized), len(r.Malformed), len(r.Truncated), len(r.Whitespace)}
 }
 
 // restore forgets what was added since the snapshot c.
@@ -180,4 +254,5 @@ func (r *Report) restore(c counters) {
 	r.Synthesized = r.Synthesized[len(r.Synthesized)-c.synthesized:]
 	r.Malformed = r.Malformed[:c.malformed]
 	r.Truncated = r.Truncated[:c.truncated]
+	r.Whitespace = r.Whitespace[:c.whitespace]
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"math"
 	"sort"
 )
 
@@ -11,6 +12,44 @@ const markerReserve = 24
 // truncationMarker ends a text cut to fit the window.
 func truncationMarker(kept, total int) string {
 	return fmt.Sprintf("\n[truncated to fit the context window: %d of %d tokens shown]", kept, total)
+}
+
+// truncateTries bounds how often truncateToFit cuts again before it
+// takes the minimum.
+const truncateTries = 4
+
+// truncateToFit cuts the newest unit until its cost, counted as cost
+// counts it (stub declarations, and the text form where a step may be
+// sent as text), fits room; if that takes more than a few tries it cuts
+// the unit to its minimum. It returns the unit and its cost.
+func (b *builder) truncateToFit(it Item, ok bool, room int) (Item, int) {
+	saved := len(b.report.Truncated)
+	target := room
+	if it.Step != nil {
+		target -= stubCost(it.Step) // declared whatever the cut
+	}
+	for try := 0; ; try++ {
+		if try == truncateTries {
+			target = math.MinInt / 2
+		}
+		cut := b.truncate(copyUnit(it), target)
+		cost := b.cost(&cut, ok)
+		if cost <= room || try == truncateTries {
+			return cut, cost
+		}
+		b.report.Truncated = b.report.Truncated[:saved] // cut again, from the whole unit
+		target -= cost - room
+	}
+}
+
+// copyUnit copies what truncate changes in place: a step's results.
+func copyUnit(it Item) Item {
+	if it.Step != nil {
+		st := *it.Step
+		st.Results = append([]Result(nil), st.Results...)
+		it.Step = &st
+	}
+	return it
 }
 
 // truncate shrinks the newest unit to fit room base tokens: tool results

@@ -20,8 +20,8 @@ import (
 )
 
 // InstructionPrefix starts the user-side text that carries an instruction
-// from the middle of the journal when the model takes no mid-conversation
-// system messages.
+// from the middle of the journal: the Messages API has only the top-level
+// system parameter.
 const InstructionPrefix = "[System instruction]\n"
 
 // Render renders events for t into a Messages request. t.API must be
@@ -46,9 +46,9 @@ func FromPlan(p *render.Plan) sdk.MessageNewParams {
 	}
 	var msgs []sdk.MessageParam
 	for _, it := range p.Items[lead:] {
-		msgs = append(msgs, messages(p, it)...)
+		msgs = append(msgs, messages(it)...)
 	}
-	params.Messages = merge(placeSystem(msgs))
+	params.Messages = merge(msgs)
 	for _, tool := range p.Tools {
 		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: toolParam(tool)})
 	}
@@ -76,12 +76,12 @@ func thinking(c render.Caps) sdk.ThinkingConfigParamUnion {
 }
 
 // messages renders one item; merge joins same-role neighbours later.
-func messages(p *render.Plan, it render.Item) []sdk.MessageParam {
+func messages(it render.Item) []sdk.MessageParam {
 	switch it.Kind {
 	case render.ItemInstruction:
-		if p.Caps.MidSystem {
-			return []sdk.MessageParam{{Role: sdk.MessageParamRoleSystem, Content: []sdk.ContentBlockParamUnion{sdk.NewTextBlock(it.Text)}}}
-		}
+		// Even for models whose capability row has MidSystem: the Messages
+		// API refuses role "system" inside messages, and no documented
+		// form of a mid-conversation system block exists yet.
 		return []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock(InstructionPrefix + it.Text))}
 	case render.ItemUser:
 		return []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock(it.Text))}
@@ -127,40 +127,12 @@ func toolResult(r render.Result) sdk.ContentBlockParamUnion {
 	return sdk.ContentBlockParamUnion{OfToolResult: &sdk.ToolResultBlockParam{ToolUseID: r.CallID, IsError: sdk.Bool(r.IsError)}}
 }
 
-// placeSystem keeps a mid-conversation system message only between a user
-// and an assistant message; elsewhere (between two messages of one role,
-// first or last) it becomes user-side text, so the roles still alternate.
-func placeSystem(msgs []sdk.MessageParam) []sdk.MessageParam {
-	for i := len(msgs) - 1; i >= 0; i-- { // backwards: later messages are final
-		if msgs[i].Role != sdk.MessageParamRoleSystem {
-			continue
-		}
-		prev, next := role(msgs, i, -1), role(msgs, i, +1)
-		if prev == "" || next == "" || prev == next {
-			text := msgs[i].Content[0].OfText.Text
-			msgs[i] = sdk.NewUserMessage(sdk.NewTextBlock(InstructionPrefix + text))
-		}
-	}
-	return msgs
-}
-
-// role returns the role of the nearest user or assistant message from i
-// in direction dir, or "".
-func role(msgs []sdk.MessageParam, i, dir int) sdk.MessageParamRole {
-	for i += dir; i >= 0 && i < len(msgs); i += dir {
-		if msgs[i].Role != sdk.MessageParamRoleSystem {
-			return msgs[i].Role
-		}
-	}
-	return ""
-}
-
 // merge joins neighbouring messages of the same role. A user message that
 // follows tool results is appended after them, so results stay first.
 func merge(msgs []sdk.MessageParam) []sdk.MessageParam {
 	var out []sdk.MessageParam
 	for _, m := range msgs {
-		if n := len(out); n > 0 && out[n-1].Role == m.Role && m.Role != sdk.MessageParamRoleSystem {
+		if n := len(out); n > 0 && out[n-1].Role == m.Role {
 			out[n-1].Content = append(out[n-1].Content, m.Content...)
 			continue
 		}

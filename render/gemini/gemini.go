@@ -16,6 +16,7 @@
 package gemini
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/agentcapsule/capsule/journal"
@@ -51,6 +52,25 @@ type Content struct {
 type Part struct {
 	genai.Part
 	ThoughtSignature string `json:"thoughtSignature,omitempty"`
+	// EmptyText marks a text part whose text is empty (a model's final
+	// part that only carries its signature): it is sent as "text":"",
+	// since a part must have a data member and genai.Part omits an empty
+	// text.
+	EmptyText bool `json:"-"`
+}
+
+// MarshalJSON is the JSON of the part's fields, with "text":"" first
+// for an EmptyText part.
+func (p *Part) MarshalJSON() ([]byte, error) {
+	type fields Part // the same fields, without this method
+	b, err := json.Marshal((*fields)(p))
+	if err != nil || !p.EmptyText {
+		return b, err
+	}
+	if len(b) == 2 { // {}
+		return []byte(`{"text":""}`), nil
+	}
+	return append([]byte(`{"text":"",`), b[1:]...), nil
 }
 
 // GenerationConfig holds the generation settings the renderer sets.
@@ -124,7 +144,7 @@ func step(st *render.Step) []*Content {
 		case render.PartReasoning:
 			part.Text, part.Thought = pt.Text, true
 		case render.PartText:
-			part.Text = pt.Text
+			part.Text, part.EmptyText = pt.Text, pt.Text == ""
 		case render.PartCall:
 			part.FunctionCall = &genai.FunctionCall{Name: pt.Call.Name, Args: render.ObjectMap(pt.Call.Arguments)}
 			if st.Own {

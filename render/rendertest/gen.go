@@ -29,7 +29,8 @@ type Case struct {
 var producers = []journal.Producer{Claude, ClaudeOpus, GPT5, GPT41, Gemini3, Qwen, DeepSeek, MistralChat}
 
 // ToolNames are the tools a generated journal may call.
-var ToolNames = []string{"read_file", "write_file", "search", "run_tests", "legacy_search"}
+// Two of them are outside some APIs' name rules.
+var ToolNames = []string{"read_file", "write_file", "search", "run_tests", "legacy_search", "fs.read_file", "mcp/github:create-issue"}
 
 // Targets is a spread of targets over every API and the capability rows
 // that change rendering.
@@ -81,7 +82,7 @@ type gen struct {
 
 // GenJournal draws a journal of interleaved instructions, user turns and
 // steps by several producers (own, the target's model, more often than
-// the others), with crashes mid-call, parallel calls, results out of
+// the others), with crashes mid-call, whitespace-only texts, parallel calls, results out of
 // order, orphan and duplicate results, huge results, invalid arguments,
 // lifecycle, usage, unknown and malformed events.
 func GenJournal(t *rapid.T, own journal.Producer) *Case {
@@ -126,6 +127,9 @@ func (g *gen) action() {
 
 func (g *gen) user() {
 	m := journal.UserMessage{Text: fmt.Sprintf("User request %d: %s", g.next(), g.text("userLen"))}
+	if rapid.IntRange(0, 7).Draw(g.t, "blankUser") == 0 {
+		m.Text = "\n"
+	}
 	if rapid.IntRange(0, 5).Draw(g.t, "attach") == 0 {
 		m.Attachments = []journal.Attachment{{Blob: "sha256:" + strings.Repeat("ab", 32), MediaType: "image/png", Name: "shot.png", Size: 1234}}
 	}
@@ -161,7 +165,7 @@ func (g *gen) step() {
 		j.Reason(g.reasoning(p, step))
 	}
 	if rapid.Bool().Draw(g.t, "say") {
-		m := journal.AssistantMessage{Text: "Answer " + g.text("sayLen"), Producer: p, Step: step}
+		m := journal.AssistantMessage{Text: g.saying(), Producer: p, Step: step}
 		g.decorate(p, &m.ItemID, &m.Signature, "msg")
 		if rapid.IntRange(0, 9).Draw(g.t, "aborted") == 0 {
 			m.StopReason = "aborted"
@@ -178,6 +182,18 @@ func (g *gen) step() {
 		j.CallWith(c)
 	}
 	g.results(ids)
+}
+
+// saying draws an assistant text: words, words ending in whitespace, or
+// the whitespace alone that Claude emits before a tool call.
+func (g *gen) saying() string {
+	switch rapid.IntRange(0, 5).Draw(g.t, "sayKind") {
+	case 0:
+		return "\n\n"
+	case 1:
+		return "Answer " + g.text("sayLen") + "\n"
+	}
+	return "Answer " + g.text("sayLen")
 }
 
 // decorate adds the producer's item ID and signature to an output item.
@@ -261,6 +277,8 @@ func (g *gen) results(ids []string) {
 		case 2:
 			g.c.Journal.Result(id, "", g.text("resultLen"))
 			g.c.Journal.Result(id, "", "duplicate")
+		case 3:
+			g.c.Journal.Result(id, "", "\n")
 		default:
 			g.c.Journal.Result(id, "", "result "+g.text("resultLen"))
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/agentcapsule/capsule/render"
 )
@@ -74,9 +75,32 @@ func num(v any) int64 {
 	return i
 }
 
-func isString(v any) bool {
-	_, ok := v.(string)
-	return ok
+// Tool-name patterns: Anthropic's (reference, additions), OpenAI's
+// ("a-z, A-Z, 0-9, or contain underscores and dashes, with a maximum
+// length of 64", openai-go FunctionDefinitionParam) and Gemini's ("start
+// with a letter or an underscore ... underscores, dots, colons and
+// dashes, with a maximum length of 128", genai FunctionDeclaration).
+var (
+	anthropicName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	openaiName    = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	geminiName    = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.:-]{0,127}$`)
+)
+
+// checkOpenAIName applies OpenAI's function-name rule.
+func (c *checker) checkOpenAIName(where, name string) {
+	switch {
+	case len(name) > 64:
+		c.fail("Invalid '%s': string too long. Expected a string with maximum length 64, but got a string with length %d instead.", where, len(name))
+	case !openaiName.MatchString(name):
+		c.fail("Invalid '%s': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.", where)
+	}
+}
+
+// checkGeminiName applies Gemini's function-name rule.
+func (c *checker) checkGeminiName(where, name string) {
+	if !geminiName.MatchString(name) {
+		c.fail("Invalid function name %q at '%s'. Must start with a letter or an underscore. Must be a-z, A-Z, 0-9, or contain underscores, dots, colons and dashes, with a maximum length of 128.", name, where)
+	}
 }
 
 var (
@@ -107,16 +131,33 @@ func (c *checker) checkID(where, id string) {
 	}
 }
 
-// isJSONObjectText reports whether s is the text of a JSON object or of
-// the renderer's documented fallback.
+// isJSONObjectText reports whether s is the text of a JSON object (not
+// null, an array or a scalar).
 func isJSONObjectText(s string) bool {
 	var m map[string]any
-	return json.Unmarshal([]byte(s), &m) == nil
+	return strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "{") && json.Unmarshal([]byte(s), &m) == nil
+}
+
+// checkArguments applies the rule of OpenAI Chat and Responses (and of
+// strict OpenAI-compatible servers that validate history) to a call's
+// arguments: a string holding a JSON-encoded object.
+func (c *checker) checkArguments(where string, args any) {
+	s, ok := args.(string)
+	if !ok {
+		c.fail("Invalid type for '%s': expected a string, but got an object instead.", where)
+		return
+	}
+	if !isJSONObjectText(s) {
+		c.fail("Invalid '%s': the function arguments must be a JSON-encoded object, got %q.", where, s)
+	}
 }
 
 // ---- OpenAI Chat Completions (reference §1.1) ----
 
 func (c *checker) chat(v map[string]any) {
+	for i, t := range list(v["tools"]) {
+		c.checkOpenAIName(fmt.Sprintf("tools[%d].function.name", i), str(obj(obj(t)["function"])["name"]))
+	}
 	msgs := list(v["messages"])
 	if len(msgs) == 0 {
 		c.fail("[] is too short - 'messages'")
@@ -163,9 +204,8 @@ func (c *checker) chatAssistant(msgs []any, i int, ids map[string]bool) int {
 		ids[id] = true
 		want[id] = true
 		order = append(order, id)
-		if !isString(obj(call["function"])["arguments"]) {
-			c.fail("Invalid type for 'messages[%d].tool_calls[%d].function.arguments': expected a string, but got an object instead.", i, k)
-		}
+		c.checkArguments(fmt.Sprintf("messages[%d].tool_calls[%d].function.arguments", i, k), obj(call["function"])["arguments"])
+		c.checkOpenAIName(fmt.Sprintf("messages[%d].tool_calls[%d].function.name", i, k), str(obj(call["function"])["name"]))
 	}
 	j := i + 1
 	for ; j < len(msgs) && str(obj(msgs[j])["role"]) == "tool"; j++ {
@@ -196,6 +236,9 @@ func (c *checker) responses(v map[string]any) {
 	if _, ok := v["previous_response_id"]; ok {
 		c.fail("previous_response_id is server-side state; never send it")
 	}
+	for i, t := range list(v["tools"]) {
+		c.checkOpenAIName(fmt.Sprintf("tools[%d].name", i), str(obj(t)["name"]))
+	}
 	include := fmt.Sprint(v["include"])
 	items := list(v["input"])
 	calls := map[string]int{}
@@ -209,9 +252,8 @@ func (c *checker) responses(v map[string]any) {
 			id := str(it["call_id"])
 			c.checkID(fmt.Sprintf("input[%d].call_id", i), id)
 			calls[id]++
-			if !isString(it["arguments"]) {
-				c.fail("Invalid type for 'input[%d].arguments': expected a string, but got an object instead.", i)
-			}
+			c.checkArguments(fmt.Sprintf("input[%d].arguments", i), it["arguments"])
+			c.checkOpenAIName(fmt.Sprintf("input[%d].name", i), str(it["name"]))
 			c.responsesItemID(items, i, "function_call")
 		case "function_call_output":
 			id := str(it["call_id"])
@@ -299,12 +341,17 @@ func (c *checker) anthropic(v map[string]any) {
 		c.fail("max_tokens: Field required")
 	}
 	thinking := c.anthropicThinkingConfig(v)
+	c.anthropicSystem(v["system"])
 	tools := map[string]bool{}
 	for i, t := range list(v["tools"]) {
 		if _, ok := obj(t)["input_schema"]; !ok {
 			c.fail("tools.%d.custom.input_schema: Field required", i)
 		}
-		tools[str(obj(t)["name"])] = true
+		name := str(obj(t)["name"])
+		if !anthropicName.MatchString(name) {
+			c.fail("tools.%d.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'", i)
+		}
+		tools[name] = true
 	}
 	msgs := c.anthropicMessages(list(v["messages"]))
 	if len(msgs) > 0 {
@@ -324,6 +371,43 @@ func (c *checker) anthropic(v map[string]any) {
 	c.anthropicFinal(msgs, thinking)
 }
 
+// anthropicText applies the rules of a text block: non-empty, and not
+// whitespace only (Claude itself emits "\n\n" before a tool_use).
+func (c *checker) anthropicText(where, text string) {
+	switch {
+	case text == "":
+		c.fail("%s: text content blocks must be non-empty", where)
+	case strings.TrimSpace(text) == "":
+		c.fail("%s: text content blocks must contain non-whitespace text", where)
+	}
+}
+
+// anthropicResultContent checks the text inside a tool_result: a string
+// content is one text block; an absent content is allowed.
+func (c *checker) anthropicResultContent(where string, content any) {
+	if s, ok := content.(string); ok {
+		c.anthropicText(where+".content", s)
+		return
+	}
+	for k, b := range list(content) {
+		if str(obj(b)["type"]) == "text" {
+			c.anthropicText(fmt.Sprintf("%s.content.%d", where, k), str(obj(b)["text"]))
+		}
+	}
+}
+
+// anthropicSystem checks the top-level system parameter: a string or
+// text blocks, each under the text block rules.
+func (c *checker) anthropicSystem(system any) {
+	if s, ok := system.(string); ok {
+		c.anthropicText("system", s)
+		return
+	}
+	for k, b := range list(system) {
+		c.anthropicText(fmt.Sprintf("system.%d", k), str(obj(b)["text"]))
+	}
+}
+
 type anthropicMsg struct {
 	index  int // position in "messages"
 	role   string
@@ -331,7 +415,7 @@ type anthropicMsg struct {
 }
 
 // anthropicMessages checks roles and alternation and returns the user and
-// assistant messages (system messages are checked and left out).
+// assistant messages (system messages are refused and left out).
 func (c *checker) anthropicMessages(raw []any) []anthropicMsg {
 	if len(raw) == 0 {
 		c.fail("messages: at least one message is required")
@@ -352,9 +436,9 @@ func (c *checker) anthropicMessages(raw []any) []anthropicMsg {
 		}
 		switch role {
 		case "system":
-			if !c.caps.MidSystem {
-				c.fail("messages.%d.role: Input should be 'user' or 'assistant'", i)
-			}
+			// No model takes role "system" inside messages, whatever its
+			// capability row says (reference, additions of 2026-12-01).
+			c.fail("messages.%d: Unexpected role \"system\". The Messages API accepts a top-level system parameter, not \"system\" as an input message role.", i)
 			continue
 		case "user", "assistant":
 		default:
@@ -376,9 +460,7 @@ func (c *checker) anthropicBlocks(n int, m anthropicMsg, tools, ids map[string]b
 	for k, b := range m.blocks {
 		switch typ := str(b["type"]); typ {
 		case "text":
-			if str(b["text"]) == "" {
-				c.fail("messages.%d.content.%d: text content blocks must be non-empty", m.index, k)
-			}
+			c.anthropicText(fmt.Sprintf("messages.%d.content.%d", m.index, k), str(b["text"]))
 		case "thinking", "redacted_thinking":
 			hasThinking = true
 			if m.role != "assistant" {
@@ -408,6 +490,7 @@ func (c *checker) anthropicBlocks(n int, m anthropicMsg, tools, ids map[string]b
 			if len(tools) == 0 {
 				c.fail("Requests which include `tool_use` or `tool_result` blocks must define tools.")
 			}
+			c.anthropicResultContent(fmt.Sprintf("messages.%d.content.%d", m.index, k), b["content"])
 		}
 	}
 	if hasThinking {
@@ -503,22 +586,59 @@ func (c *checker) anthropicFinal(msgs []anthropicMsg, thinking bool) {
 		return
 	}
 	last := msgs[len(msgs)-1]
-	var check *anthropicMsg
+	if last.role == "assistant" {
+		if b := last.blocks[len(last.blocks)-1]; str(b["type"]) == "text" && strings.TrimRightFunc(str(b["text"]), unicode.IsSpace) != str(b["text"]) {
+			c.fail("messages.%d: final assistant content cannot end with trailing whitespace", last.index)
+		}
+	}
+	check := -1
 	switch {
 	case last.role == "assistant":
-		check = &last
+		check = len(msgs) - 1
 	case len(msgs) > 1 && hasBlock(last, "tool_result"):
-		check = &msgs[len(msgs)-2]
+		check = len(msgs) - 2
 	}
-	if check == nil {
+	if check < 0 {
 		return
 	}
-	first := str(check.blocks[0]["type"])
-	if thinking && first != "thinking" && first != "redacted_thinking" {
-		c.fail("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.", check.index, first)
+	if thinking {
+		// The message before the last tool results, and the first
+		// assistant message of the open turn: the turn goes back over user
+		// messages that hold only tool results.
+		c.anthropicLeadsWithThinking(msgs[check])
+		if start := openTurnStart(msgs, check); start != check {
+			c.anthropicLeadsWithThinking(msgs[start])
+		}
 	}
 	if !thinking && last.role == "assistant" && (hasBlock(last, "thinking") || hasBlock(last, "redacted_thinking")) {
 		c.fail("When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`.")
+	}
+}
+
+// openTurnStart returns the index in msgs of the first assistant message
+// of the turn that assistant message n belongs to: a user message of
+// tool results only does not end a turn.
+func openTurnStart(msgs []anthropicMsg, n int) int {
+	for n >= 2 && msgs[n-1].role == "user" && onlyToolResults(msgs[n-1]) && msgs[n-2].role == "assistant" {
+		n -= 2
+	}
+	return n
+}
+
+func onlyToolResults(m anthropicMsg) bool {
+	for _, b := range m.blocks {
+		if str(b["type"]) != "tool_result" {
+			return false
+		}
+	}
+	return true
+}
+
+// anthropicLeadsWithThinking applies the thinking-first rule of a final
+// assistant turn with thinking enabled.
+func (c *checker) anthropicLeadsWithThinking(m anthropicMsg) {
+	if first := str(m.blocks[0]["type"]); first != "thinking" && first != "redacted_thinking" {
+		c.fail("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.", m.index, first)
 	}
 }
 
@@ -534,6 +654,11 @@ func hasBlock(m anthropicMsg, typ string) bool {
 // ---- Gemini generateContent (reference §1.4) ----
 
 func (c *checker) gemini(v map[string]any) {
+	for i, t := range list(v["tools"]) {
+		for k, d := range list(obj(t)["functionDeclarations"]) {
+			c.checkGeminiName(fmt.Sprintf("tools[%d].function_declarations[%d].name", i, k), str(obj(d)["name"]))
+		}
+	}
 	cs := list(v["contents"])
 	if len(cs) == 0 {
 		c.fail("contents is not specified")
@@ -571,6 +696,9 @@ func (c *checker) geminiParts(i int, parts []any) []map[string]any {
 	first := true
 	for k, x := range parts {
 		p := obj(x)
+		if !hasData(p) {
+			c.fail("* GenerateContentRequest.contents[%d].parts[%d].data: required oneof field 'data' must have one initialized field", i, k)
+		}
 		if sig, ok := p["thoughtSignature"]; ok && !validBase64(str(sig)) {
 			c.fail("Invalid value at 'contents[%d].parts[%d].thought_signature' (TYPE_BYTES), Base64 decoding failed for %q", i, k, str(sig))
 		}
@@ -578,6 +706,7 @@ func (c *checker) geminiParts(i int, parts []any) []map[string]any {
 		if fc == nil {
 			continue
 		}
+		c.checkGeminiName(fmt.Sprintf("contents[%d].parts[%d].function_call.name", i, k), str(fc["name"]))
 		if args, ok := fc["args"]; ok && obj(args) == nil {
 			c.fail("Invalid value at 'contents[%d].parts[%d].function_call.args' (type.googleapis.com/google.protobuf.Struct)", i, k)
 		}
@@ -587,6 +716,17 @@ func (c *checker) geminiParts(i int, parts []any) []map[string]any {
 		first = false
 	}
 	return geminiCalls(parts)
+}
+
+// hasData reports whether a part has a member of its data oneof; an
+// empty text ("text": "") counts, an absent one does not.
+func hasData(p map[string]any) bool {
+	for _, k := range []string{"text", "functionCall", "functionResponse", "inlineData", "fileData", "executableCode", "codeExecutionResult"} {
+		if _, ok := p[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func geminiCalls(parts []any) []map[string]any {
@@ -700,4 +840,59 @@ func (c *checker) ollamaAssistant(msgs []any, i int) int {
 		}
 	}
 	return j - 1
+}
+
+// ValidateReport checks a render's report against its body: every call ID
+// the report says was remapped is an ID the body carries (a remapping of a
+// call sent without an ID, as Gemini sends other models' calls, is not
+// something the body contains).
+func ValidateReport(t render.Target, body []byte, rep *render.Report) error {
+	var v map[string]any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("request body is not a JSON object: %w", err)
+	}
+	ids := bodyCallIDs(t.API, v)
+	c := &checker{}
+	for _, m := range rep.Remapped {
+		if !ids[m.To] {
+			c.fail("report: call ID %s remapped to %s, which the body does not carry", m.From, m.To)
+		}
+	}
+	return errors.Join(c.errs...)
+}
+
+// bodyCallIDs returns the call IDs of the calls in a request body.
+func bodyCallIDs(api render.API, v map[string]any) map[string]bool {
+	ids := map[string]bool{}
+	switch api {
+	case render.OpenAIChat, render.Ollama:
+		for _, m := range list(v["messages"]) {
+			for _, tc := range list(obj(m)["tool_calls"]) {
+				ids[str(obj(tc)["id"])] = true
+			}
+		}
+	case render.OpenAIResponses:
+		for _, it := range list(v["input"]) {
+			if str(obj(it)["type"]) == "function_call" {
+				ids[str(obj(it)["call_id"])] = true
+			}
+		}
+	case render.Anthropic:
+		for _, m := range list(v["messages"]) {
+			for _, b := range list(obj(m)["content"]) {
+				if str(obj(b)["type"]) == "tool_use" {
+					ids[str(obj(b)["id"])] = true
+				}
+			}
+		}
+	case render.Gemini:
+		for _, content := range list(v["contents"]) {
+			for _, p := range list(obj(content)["parts"]) {
+				if id := str(obj(obj(p)["functionCall"])["id"]); id != "" {
+					ids[id] = true
+				}
+			}
+		}
+	}
+	return ids
 }
