@@ -16,10 +16,21 @@ import (
 )
 
 // Info implements api.LocalService.
+// Its Agents counts the agents this node hosts (holds), not retired copies
+// or caches of incoming moves.
 func (n *Node) Info(ctx context.Context) (api.NodeInfo, error) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return api.NodeInfo{ID: string(n.id), Listen: n.addr, Release: schema.Release, Agents: len(n.agents)}, nil
+	agents := n.sortedAgents()
+	n.mu.Unlock()
+	hosted := 0
+	for _, a := range agents {
+		a.mu.Lock()
+		if a.hosted() {
+			hosted++
+		}
+		a.mu.Unlock()
+	}
+	return api.NodeInfo{ID: string(n.id), Listen: n.addr, Release: schema.Release, Agents: hosted}, nil
 }
 
 // Peers implements api.LocalService.
@@ -174,6 +185,9 @@ func (n *Node) StartAgent(ctx context.Context, id string) (api.AgentStatus, erro
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if errors.Is(a.blocked, ErrJournalRefused) {
+		a.blocked = nil // checked again as the journal opens
+	}
 	if _, ok := a.mayRun(); !ok {
 		return api.AgentStatus{}, fmt.Errorf("%w: %s: %s", api.ErrConflict, id, a.why())
 	}
@@ -182,6 +196,9 @@ func (n *Node) StartAgent(ctx context.Context, id string) (api.AgentStatus, erro
 		return api.AgentStatus{}, err
 	}
 	if err := a.startLocked(journal.KindResumed, journal.Resumed{Reason: "started by operator"}); err != nil {
+		if errors.Is(err, ErrJournalRefused) {
+			return api.AgentStatus{}, fmt.Errorf("%w: %s: %v", api.ErrConflict, id, err)
+		}
 		return api.AgentStatus{}, err
 	}
 	return a.status(), nil

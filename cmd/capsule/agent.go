@@ -99,9 +99,9 @@ func newAgentListCmd() *cobra.Command {
 
 func printAgents(w io.Writer, list []api.AgentStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tNAME\tSTATE\tEPOCH\tSTEPS\tEVENTS\tHOLDER")
+	fmt.Fprintln(tw, "AGENT\tNAME\tSTATE\tEPOCH\tSTEPS\tEVENTS\tHOLDER\tREASON")
 	for _, a := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", a.ID, a.Name, a.State, a.Epoch, a.Steps, a.Events, a.Holder)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", a.ID, a.Name, a.State, a.Epoch, a.Steps, a.Events, a.Holder, a.Blocked)
 	}
 	tw.Flush()
 }
@@ -141,7 +141,10 @@ func printStatus(w io.Writer, st api.AgentStatus) {
 	if st.Move != nil {
 		fmt.Fprintf(w, "move:    %s to %s at epoch %d: %s %s\n", st.Move.MoveID, st.Move.To, st.Move.Epoch, st.Move.Phase, st.Move.Outcome)
 	}
-	if st.Error != "" {
+	switch {
+	case st.Blocked != "":
+		fmt.Fprintf(w, "blocked: %s\n", st.Blocked)
+	case st.Error != "":
 		fmt.Fprintf(w, "error:   %s\n", st.Error)
 	}
 }
