@@ -38,6 +38,11 @@ var ErrNotHeld = errors.New("node: agent not held here")
 type agentMeta struct {
 	Name string `json:"name,omitempty"`
 	Run  bool   `json:"run"` // the operator wants it running (start/stop)
+	// Removed is set by `capsule agent rm`: the operator removed the copy
+	// while the node had seen epochs up to RemovedAt. The agent is listed
+	// again once the node sees a newer epoch (a move brings it back).
+	Removed   bool   `json:"removed,omitempty"`
+	RemovedAt uint64 `json:"removed_at,omitempty"`
 }
 
 // agent is one agent known to this node: held and maybe running, or known
@@ -415,6 +420,12 @@ func (a *agent) state() string {
 		return api.StateFrozen
 	}
 	return api.StateStopped
+}
+
+// removed reports whether the operator removed this copy (`agent rm`) and
+// nothing about the agent happened here since. Caller holds a.mu.
+func (a *agent) removed() bool {
+	return a.meta.Removed && !a.hosted() && a.target.Pending() == nil && a.in == nil && a.target.MaxEpoch() == a.meta.RemovedAt
 }
 
 // hosted reports whether this node holds the agent (not retired, not only

@@ -73,7 +73,9 @@ func (n *Node) Agents(ctx context.Context) ([]api.AgentStatus, error) {
 	out := []api.AgentStatus{}
 	for _, a := range agents {
 		a.mu.Lock()
-		out = append(out, a.status())
+		if !a.removed() {
+			out = append(out, a.status())
+		}
 		a.mu.Unlock()
 	}
 	return out, nil
@@ -87,6 +89,9 @@ func (n *Node) Agent(ctx context.Context, id string) (api.AgentStatus, error) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.removed() {
+		return api.AgentStatus{}, fmt.Errorf("%w: agent %s was removed", api.ErrNotFound, id)
+	}
 	return a.status(), nil
 }
 

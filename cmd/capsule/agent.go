@@ -22,11 +22,41 @@ at epoch 1 for this node; the node runs it with its built-in runner.`,
 		Example: `  capsule agent create --name demo --from ./workspace --data ~/capsule-a
   capsule agent list --data ~/capsule-a
   capsule agent status 01J... --data ~/capsule-a --json
-  capsule agent stop 01J... --data ~/capsule-a`,
+  capsule agent stop 01J... --data ~/capsule-a
+  capsule agent rm 01J... --data ~/capsule-b`,
 	}
 	c.AddCommand(newAgentCreateCmd(), newAgentListCmd(), newAgentStatusCmd(),
 		newAgentLifecycleCmd("stop", "Stop an agent at a step boundary (it stays stopped across restarts)"),
-		newAgentLifecycleCmd("start", "Start an agent this node holds"))
+		newAgentLifecycleCmd("start", "Start an agent this node holds"), newAgentRmCmd())
+	return c
+}
+
+func newAgentRmCmd() *cobra.Command {
+	var data string
+	c := &cobra.Command{
+		Use:   "rm AGENT",
+		Short: "Remove a copy of an agent this node no longer holds, and its caches",
+		Long: `Remove what the node keeps of an agent it no longer holds: a retired copy
+(the agent moved on) or the pre-copied blobs of a move that never came, with
+their caches. Refused while the node holds the agent (running or stopped),
+while a move of it is unresolved or an incoming one pending, and while it is
+blocked. The node keeps the agent's holder and source records: they fence
+later moves.`,
+		Example: "  capsule agent rm 01J... --data ~/capsule-a",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := localClient(data)
+			if err != nil {
+				return err
+			}
+			if err := cl.RemoveAgent(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "removed", args[0])
+			return nil
+		},
+	}
+	dataFlag(c, &data)
 	return c
 }
 

@@ -85,3 +85,28 @@ func TestAgentBlockedShownByCLI(t *testing.T) {
 		t.Errorf("agent start of a blocked agent: %d %s", code, errOut)
 	}
 }
+
+// `capsule agent rm` reaches the node and is refused for an agent the node
+// holds, with the reason (issue 10 item 6; node tests cover the removal).
+func TestAgentRmRefusesHeldAgent(t *testing.T) {
+	dir, err := os.MkdirTemp("", "cap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	startNode(t, dir)
+	out, errOut, code := capsuleCLI(t, "agent", "create", "--stopped", "--data", dir)
+	if code != exitOK {
+		t.Fatalf("agent create: %d %s", code, errOut)
+	}
+	id := strings.TrimSpace(out)
+	if _, errOut, code := capsuleCLI(t, "agent", "rm", id, "--data", dir); code == exitOK || !strings.Contains(errOut, "this node holds it") {
+		t.Errorf("agent rm of a held agent: exit %d, %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "agents", id, "capsule")); err != nil {
+		t.Errorf("the refused rm removed the capsule: %v", err)
+	}
+	if _, errOut, code := capsuleCLI(t, "agent", "rm", "01J0000000000000000000000Z", "--data", dir); code == exitOK || !strings.Contains(errOut, "not found") {
+		t.Errorf("agent rm of an unknown agent: exit %d, %s", code, errOut)
+	}
+}
