@@ -243,9 +243,8 @@ func (a *agent) why() string {
 // currentSource returns this node's latest move of the agent if it
 // concerns the agent as this node holds it now, or held it last: nil when
 // there is none, or when the agent has come back since (docs/PROTOCOL.md
-// §7.3). The move of a round trip's first leg is history once the target
-// record holds the agent at a newer epoch, or has seen an epoch above the
-// move's after releasing it.
+// §7.3): the move of a round trip's first leg is history once the target
+// record holds the agent at a newer epoch.
 func (a *agent) currentSource() *transfer.Source {
 	if a.source == nil || a.target == nil || sourceIsHistory(a.source.State(), a.target) {
 		return nil
@@ -254,18 +253,24 @@ func (a *agent) currentSource() *transfer.Source {
 }
 
 // sourceIsHistory reports whether a source record st of this node is older
-// than what the target record t knows: the holder epoch is at or above the
-// move's epoch (the agent came back, or a force adopted a newer one), or t
-// released the agent and has seen a newer epoch since (the agent is on its
-// way back). A source that is not history is current: with t holding the
-// agent below st.Epoch it may still keep the agent frozen. MaxEpoch alone
-// never makes a record history while t holds the agent: a holder can burn
-// epochs (an abort from a refused offer) in the middle of its own move.
+// than the holding the target record t grants: t holds the agent at or
+// above the move's epoch (the agent came back, or a force adopted a newer
+// epoch). While t holds the agent below st.Epoch the record is current
+// whatever MaxEpoch says: a holder can burn epochs (an abort of an offer
+// it refused) in the middle of its own move. While t holds nothing the
+// record is the move the agent left in, and names its successor.
 func sourceIsHistory(st transfer.SourceState, t *transfer.Target) bool {
-	if h := t.Holder(); h > 0 {
-		return st.Epoch <= h
-	}
-	return t.MaxEpoch() > st.Epoch
+	h := t.Holder()
+	return h > 0 && st.Epoch <= h
+}
+
+// mayReplay reports whether the recovery of source record st may act:
+// not when the record is history, and not when t released the agent and
+// has seen an epoch above the move's since (a move back was promised): the
+// retire finished before, and nothing is ever removed on the strength of a
+// record older than the newest the node knows of.
+func mayReplay(st transfer.SourceState, t *transfer.Target) bool {
+	return !sourceIsHistory(st, t) && !(t.Holder() == 0 && t.MaxEpoch() > st.Epoch)
 }
 
 // stopLocked stops the runner at a step boundary, journals why, and commits
@@ -484,17 +489,19 @@ func (a *agent) recoverSource() (transfer.Ready, bool, error) {
 		return transfer.Ready{}, false, err
 	}
 	if st == nil || sourceIsHistory(*st, a.target) {
-		// No move, or the agent left in that move and has come back since
-		// (it is held at a newer epoch, or on its way back): the record is
-		// history. Replaying it would retire the live capsule (and freeze
-		// an agent this node holds).
+		// No move, or the agent left in that move and has come back since:
+		// the record is history. Replaying it would retire the live
+		// capsule (and freeze an agent this node holds).
 		return transfer.Ready{}, false, nil
 	}
 	src, rd, err := transfer.RecoverSource([]transfer.Record{rec.Record}, a.n.sourceConfig())
 	if err != nil {
 		return transfer.Ready{}, false, err
 	}
-	a.source = src
+	a.source = src // it names the successor, replayed or not
+	if !mayReplay(*st, a.target) {
+		return transfer.Ready{}, false, nil
+	}
 	return rd, true, nil
 }
 

@@ -110,4 +110,34 @@ func TestRemoveRefusedMidMove(t *testing.T) {
 		t.Errorf("rm on the source of an unresolved move: %v, want a conflict", err)
 	}
 	f.heal()
+
+	// The move back is resolved aborted: B runs the agent again, and A,
+	// which has seen epoch 3 since it retired the agent, still names B as
+	// holder and successor (the first leg is not history: A holds nothing).
+	waitSteps(t, b, id, 3)
+	deadline := time.Now().Add(10 * time.Second)
+	for a.agentPending(id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("A keeps the aborted incoming move: %+v", agentStatus(t, a, id))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	want := statusView{State: api.StateRetired, Holder: string(b.ID()), Successor: string(b.ID()), Epoch: 3, Move: true}
+	if diff := cmp.Diff(want, viewOf(agentStatus(t, a, id))); diff != "" {
+		t.Errorf("A's status after the aborted move back (-want +got):\n%s", diff)
+	}
+	if err := a.RemoveAgent(ctx, id); err != nil {
+		t.Errorf("rm once the move back was aborted: %v", err)
+	}
+}
+
+// agentPending reports whether n's target of agent id has a pending move.
+func (n *Node) agentPending(id string) bool {
+	a, err := n.getAgent(id)
+	if err != nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.target.Pending() != nil || a.in != nil
 }

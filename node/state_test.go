@@ -106,27 +106,32 @@ func TestStatusAfterRoundTrip(t *testing.T) {
 	}
 }
 
-// sourceIsHistory decides from the target record alone whether this
-// node's latest source record still matters (issue 10 item 8): the highest
-// epoch seen counts once the agent was released, never while it is held.
+// sourceIsHistory and mayReplay decide from the target record alone
+// whether this node's latest source record still matters (issue 10 items
+// 1 and 8): it is history once the agent is held again at or above its
+// epoch; the highest epoch seen stops its replay once the agent was
+// released, never while it is held.
 func TestSourceIsHistory(t *testing.T) {
 	retired := transfer.SourceState{Holder: 1, Epoch: 2, Phase: transfer.RecRetired}
 	tests := []struct {
 		name            string
 		holder, maxSeen uint64
-		want            bool
+		history, replay bool
 	}{
-		{"released, nothing seen since: retire again", 0, 2, false},
-		{"released, a move back promised epoch 3", 0, 3, true},
-		{"held at the old epoch: the move is current", 1, 1, false},
-		{"held at the old epoch, epochs burned meanwhile: still current", 1, 5, false},
-		{"held again at epoch 3", 3, 3, true},
+		{"released, nothing seen since: retire again", 0, 2, false, true},
+		{"released, a move back promised epoch 3: names the successor, not replayed", 0, 3, false, false},
+		{"held at the old epoch: the move is current", 1, 1, false, true},
+		{"held at the old epoch, epochs burned meanwhile: still current", 1, 5, false, true},
+		{"held again at epoch 3", 3, 3, true, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := targetAt(t, tc.holder, tc.maxSeen)
-			if got := sourceIsHistory(retired, tg); got != tc.want {
-				t.Errorf("sourceIsHistory(epoch 2, target holder %d max %d) = %v, want %v", tc.holder, tc.maxSeen, got, tc.want)
+			if got := sourceIsHistory(retired, tg); got != tc.history {
+				t.Errorf("sourceIsHistory(epoch 2, target holder %d max %d) = %v, want %v", tc.holder, tc.maxSeen, got, tc.history)
+			}
+			if got := mayReplay(retired, tg); got != tc.replay {
+				t.Errorf("mayReplay(epoch 2, target holder %d max %d) = %v, want %v", tc.holder, tc.maxSeen, got, tc.replay)
 			}
 		})
 	}
