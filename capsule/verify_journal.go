@@ -29,12 +29,10 @@ func VerifyJournal(fsys vfs.FS, dir string, opts VerifyOptions) (*Report, *manif
 	if v.m == nil {
 		return v.report(), nil, nil
 	}
-	j, ok := v.job(manifest.JournalPath, v.checkJournal)
-	switch {
-	case ok:
+	if j, ok := v.job(manifest.JournalPath, v.checkJournal); ok {
 		j.run(j, newLockedProgress(opts.Progress))
-	case v.m.Journal.Bytes > 0:
-		v.problem(manifest.JournalPath, KindMissing, "the manifest commits %d bytes of journal, there is no journal file", v.m.Journal.Bytes)
+	} else if _, err := fsys.Lstat(v.file(manifest.JournalPath)); err != nil {
+		v.problem(manifest.JournalPath, KindMissing, "layout file missing")
 	}
 	return v.report(), v.m, nil
 }
