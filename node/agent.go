@@ -525,15 +525,18 @@ func (a *agent) checkCapsule(st *transfer.SourceState) error {
 	if !exists(a.n.fsys, a.capsule()) {
 		return nil
 	}
+	h := a.target.Holder()
 	m, err := readManifestFile(a.n.fsys, a.capsule())
-	if err != nil {
-		return nil // the journal check refuses it when the node opens it
+	switch {
+	case err != nil && h > 0:
+		return nil // the journal check refuses it as the node opens it
+	case err != nil:
+		return fmt.Errorf("%w: %s does not hold the agent and the capsule folder's manifest does not read (%v): it may be newer than the records", ErrRecordBehind, a.path(HolderFile), err)
 	}
 	seen := m.Holder.Epoch
-	for _, h := range m.Journal.Heads {
-		seen = max(seen, h.Epoch)
+	for _, head := range m.Journal.Heads {
+		seen = max(seen, head.Epoch)
 	}
-	h := a.target.Holder()
 	switch {
 	case h > 0 && seen > h:
 		return fmt.Errorf("%w: %s holds the agent at epoch %d, the capsule was committed under epoch %d", ErrRecordBehind, a.path(HolderFile), h, seen)

@@ -471,3 +471,36 @@ func TestOpenJournalRefencedAtNewEpoch(t *testing.T) {
 		t.Errorf("append under epoch 4: %v", err)
 	}
 }
+
+// A node that retired the agent and finds a capsule folder whose manifest
+// does not read cannot tell whether it is newer than its records: it
+// blocks the agent and keeps the folder, rather than replaying the retire
+// over it (issue 10 item 8).
+func TestUnreadableCapsuleOnRetiredNodeBlocks(t *testing.T) {
+	dirs := []string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")}
+	c := &cluster{t: t, nodes: []*Node{newNode(t, dirs[0], nodeOpts{}), newNode(t, dirs[1], nodeOpts{})}}
+	c.link()
+	a, b := c.nodes[0], c.nodes[1]
+	id := createAgent(t, a, "")
+	if res := move(t, a, b, id); res.Outcome != api.OutcomeCommitted {
+		t.Fatalf("move A -> B: %+v", res)
+	}
+	if err := a.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	capDir := filepath.Join(dirs[0], "agents", id, capsuleDir)
+	if err := os.MkdirAll(capDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(capDir, "manifest.json"), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := treeOf(t, capDir)
+	a = newNode(t, dirs[0], nodeOpts{})
+	if st := agentStatus(t, a, id); st.State != api.StateBlocked || !strings.Contains(st.Blocked, "does not read") {
+		t.Errorf("status: state %q, blocked %q; want blocked", st.State, st.Blocked)
+	}
+	if diff := cmp.Diff(before, treeOf(t, capDir)); diff != "" {
+		t.Errorf("capsule/ changed (-before +after):\n%s", diff)
+	}
+}
