@@ -84,6 +84,11 @@ func (c *LocalClient) StopAgent(ctx context.Context, id string) (AgentStatus, er
 	return v, c.do(ctx, http.MethodPost, agentPath(id, "/stop"), struct{}{}, &v)
 }
 
+// RemoveAgent implements LocalService.
+func (c *LocalClient) RemoveAgent(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, agentPath(id, ""), nil, nil)
+}
+
 // StartAgent implements LocalService.
 func (c *LocalClient) StartAgent(ctx context.Context, id string) (AgentStatus, error) {
 	var v AgentStatus

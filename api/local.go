@@ -20,6 +20,9 @@ type LocalService interface {
 	Agent(ctx context.Context, id string) (AgentStatus, error)
 	StopAgent(ctx context.Context, id string) (AgentStatus, error)
 	StartAgent(ctx context.Context, id string) (AgentStatus, error)
+	// RemoveAgent removes a copy of an agent the node no longer holds, and
+	// its caches (`capsule agent rm`).
+	RemoveAgent(ctx context.Context, id string) error
 	// Move moves agent id and reports progress until it ends. The move does
 	// not depend on ctx: a caller that goes away stops hearing about it, the
 	// move itself goes on.
@@ -74,6 +77,9 @@ func agentRoutes(mux *http.ServeMux, svc LocalService) {
 	})
 	mux.HandleFunc("POST "+PathAgents+"/{id}/start", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, func() (any, error) { return svc.StartAgent(r.Context(), r.PathValue("id")) })
+	})
+	mux.HandleFunc("DELETE "+PathAgents+"/{id}", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, func() (any, error) { return struct{}{}, svc.RemoveAgent(r.Context(), r.PathValue("id")) })
 	})
 	mux.HandleFunc("GET "+PathAgents+"/{id}/move", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, func() (any, error) { return svc.MoveStatus(r.Context(), r.PathValue("id")) })

@@ -61,6 +61,7 @@ type AgentStatus struct {
 	Events    int         `json:"events"` // journal events in the capsule on this node
 	Successor string      `json:"successor,omitempty"`
 	Error     string      `json:"error,omitempty"`
+	Blocked   string      `json:"blocked,omitempty"` // why the node will not run it (State "blocked")
 	Move      *MoveStatus `json:"move,omitempty"`
 }
 

@@ -38,6 +38,11 @@ var ErrNotHeld = errors.New("node: agent not held here")
 type agentMeta struct {
 	Name string `json:"name,omitempty"`
 	Run  bool   `json:"run"` // the operator wants it running (start/stop)
+	// Removed is set by `capsule agent rm`: the operator removed the copy
+	// while the node had seen epochs up to RemovedAt. The agent is listed
+	// again once the node sees a newer epoch (a move brings it back).
+	Removed   bool   `json:"removed,omitempty"`
+	RemovedAt uint64 `json:"removed_at,omitempty"`
 }
 
 // agent is one agent known to this node: held and maybe running, or known
@@ -147,12 +152,33 @@ func (a *agent) startLocked(kind journal.Kind, body any) error {
 		return fmt.Errorf("%w: %s (%s)", ErrNotHeld, a.id, a.why())
 	}
 	if err := a.openLog(epoch); err != nil {
-		return err
+		return a.refuse(err)
 	}
 	if _, err := a.log.Append(kind, epoch, a.n.wallTime(), body); err != nil {
+		if errors.Is(err, journal.ErrStaleEpoch) {
+			return a.refuse(err)
+		}
 		return err
 	}
 	return a.runLocked()
+}
+
+// ErrJournalRefused marks an agent the node will not run because its
+// journal does not check out: a broken chain, a bad id, an event under an
+// epoch above the holder's, a committed prefix that does not match the
+// manifest (docs/FORMAT.md §7.7).
+var ErrJournalRefused = errors.New("node: journal refused")
+
+// refuse blocks the agent because its journal was refused (err), so that
+// status shows why it does not run; `agent start` tries again.
+func (a *agent) refuse(err error) error {
+	a.blocked = fmt.Errorf("%w: %w", ErrJournalRefused, err)
+	if a.log != nil {
+		_ = a.log.Close()
+		a.log = nil
+	}
+	a.n.log.Error("agent blocked: journal refused", "agent", a.id, "err", err)
+	return a.blocked
 }
 
 // runLocked starts the runner on the open journal, after the lifecycle
@@ -173,18 +199,26 @@ func (a *agent) runLocked() error {
 	return nil
 }
 
+// openLog opens the journal for appending under epoch, or re-fences the
+// open one at epoch. A journal is opened only after its committed prefix
+// matches the manifest (checkJournal); one that holds an event under an
+// epoch above the holder's is refused.
 func (a *agent) openLog(epoch uint64) error {
 	if a.log != nil {
 		a.log.Fence(epoch)
 		return nil
 	}
-	var committed int64
-	if m, err := readManifestFile(a.n.fsys, a.capsule()); err == nil {
-		committed = m.Journal.Bytes
-	}
-	l, err := openEventLog(a.n.fsys, filepath.Join(a.capsule(), journalInCap), string(a.n.id), epoch, committed)
+	m, err := checkJournal(a.n.fsys, a.capsule())
 	if err != nil {
 		return err
+	}
+	l, err := openEventLog(a.n.fsys, filepath.Join(a.capsule(), journalInCap), string(a.n.id), epoch, m.Journal.Bytes)
+	if err != nil {
+		return err
+	}
+	if fence := l.Epoch(); fence > epoch {
+		_ = l.Close()
+		return fmt.Errorf("%w: the journal holds an event under epoch %d, above the holder epoch %d", journal.ErrStaleEpoch, fence, epoch)
 	}
 	for _, q := range l.Quarantined() {
 		a.n.log.Warn("journal: torn last line set aside", "agent", a.id, "file", q.Path, "line", q.Line, "reason", q.Reason)
@@ -194,15 +228,49 @@ func (a *agent) openLog(epoch uint64) error {
 }
 
 func (a *agent) why() string {
+	src := a.currentSource()
 	switch {
 	case a.blocked != nil:
 		return a.blocked.Error()
 	case a.target == nil || a.target.Holder() == 0:
 		return "no holder epoch on this node"
-	case a.source != nil && a.source.Frozen():
-		return "frozen by move " + a.source.State().Move + " (" + a.source.Phase() + ")"
+	case src != nil && src.Frozen():
+		return "frozen by move " + src.State().Move + " (" + src.Phase() + ")"
 	}
 	return "not running"
+}
+
+// currentSource returns this node's latest move of the agent if it
+// concerns the agent as this node holds it now, or held it last: nil when
+// there is none, or when the agent has come back since (docs/PROTOCOL.md
+// §7.3): the move of a round trip's first leg is history once the target
+// record holds the agent at a newer epoch.
+func (a *agent) currentSource() *transfer.Source {
+	if a.source == nil || a.target == nil || sourceIsHistory(a.source.State(), a.target) {
+		return nil
+	}
+	return a.source
+}
+
+// sourceIsHistory reports whether a source record st of this node is older
+// than the holding the target record t grants: t holds the agent at or
+// above the move's epoch (the agent came back, or a force adopted a newer
+// epoch). While t holds the agent below st.Epoch the record is current
+// whatever MaxEpoch says: a holder can burn epochs (an abort of an offer
+// it refused) in the middle of its own move. While t holds nothing the
+// record is the move the agent left in, and names its successor.
+func sourceIsHistory(st transfer.SourceState, t *transfer.Target) bool {
+	h := t.Holder()
+	return h > 0 && st.Epoch <= h
+}
+
+// mayReplay reports whether the recovery of source record st may act:
+// not when the record is history, and not when t released the agent and
+// has seen an epoch above the move's since (a move back was promised): the
+// retire finished before, and nothing is ever removed on the strength of a
+// record older than the newest the node knows of.
+func mayReplay(st transfer.SourceState, t *transfer.Target) bool {
+	return !sourceIsHistory(st, t) && !(t.Holder() == 0 && t.MaxEpoch() > st.Epoch)
 }
 
 // stopLocked stops the runner at a step boundary, journals why, and commits
@@ -320,27 +388,32 @@ func (a *agent) status() api.AgentStatus {
 		}
 	}
 	st.State = a.state()
-	if st.State != api.StateRetired && a.target != nil && a.target.Holder() > 0 {
+	src := a.currentSource()
+	if a.target != nil && a.target.Holder() > 0 {
 		st.Holder = string(a.n.id)
 	}
-	if a.source != nil && a.source.Outcome() == transfer.OutcomeCommitted {
-		st.Successor = a.source.State().Peer
+	if src != nil && src.Outcome() == transfer.OutcomeCommitted {
+		st.Successor = src.State().Peer
 		st.Holder = st.Successor
 	}
 	if a.blocked != nil {
 		st.Error = a.blocked.Error()
+		st.Blocked = st.Error
 	}
 	if a.log != nil {
 		st.Events = int(a.log.Pos().Count)
 	}
-	if a.move != nil {
+	if src != nil && a.move != nil && a.move.id == src.State().Move {
 		ms := a.move.status()
 		st.Move = &ms
 	}
 	return st
 }
 
+// state derives the agent's state from the durable holder record, the
+// current move (currentSource) and the runner. Caller holds a.mu.
 func (a *agent) state() string {
+	src := a.currentSource()
 	switch {
 	case a.blocked != nil:
 		return api.StateBlocked
@@ -348,10 +421,22 @@ func (a *agent) state() string {
 		return api.StateRunning
 	case a.target == nil || a.target.Holder() == 0:
 		return api.StateRetired
-	case a.source != nil && a.source.Frozen():
+	case src != nil && src.Frozen():
 		return api.StateFrozen
 	}
 	return api.StateStopped
+}
+
+// removed reports whether the operator removed this copy (`agent rm`) and
+// nothing about the agent happened here since. Caller holds a.mu.
+func (a *agent) removed() bool {
+	return a.meta.Removed && !a.hosted() && a.target.Pending() == nil && a.in == nil && a.target.MaxEpoch() == a.meta.RemovedAt
+}
+
+// hosted reports whether this node holds the agent (not retired, not only
+// a cache of pre-copied blobs or an incoming move). Caller holds a.mu.
+func (a *agent) hosted() bool {
+	return a.target != nil && a.target.Holder() > 0
 }
 
 // wallTime is the informational time of journal events.
@@ -393,24 +478,72 @@ func (n *Node) loadAgent(id string) *agent {
 // and returns the Ready the host must execute now.
 func (a *agent) recoverSource() (transfer.Ready, bool, error) {
 	rec, err := loadRecord(a.n.fsys, a.path(SourceFile), a.n.id, a.id)
-	if errors.Is(err, ErrNoHolder) {
-		return transfer.Ready{}, false, nil
-	}
-	if err != nil {
+	var st *transfer.SourceState
+	switch {
+	case err == nil:
+		st = rec.Record.Source
+	case !errors.Is(err, ErrNoHolder):
 		return transfer.Ready{}, false, err
 	}
-	if st := rec.Record.Source; st != nil && st.Epoch <= a.target.Holder() {
-		// The agent left in that move and has come back since, at a newer
-		// epoch: the record is history. Replaying it would retire the
-		// live capsule (and freeze an agent this node holds).
+	if err := a.checkCapsule(st); err != nil {
+		return transfer.Ready{}, false, err
+	}
+	if st == nil || sourceIsHistory(*st, a.target) {
+		// No move, or the agent left in that move and has come back since:
+		// the record is history. Replaying it would retire the live
+		// capsule (and freeze an agent this node holds).
 		return transfer.Ready{}, false, nil
 	}
 	src, rd, err := transfer.RecoverSource([]transfer.Record{rec.Record}, a.n.sourceConfig())
 	if err != nil {
 		return transfer.Ready{}, false, err
 	}
-	a.source = src
+	a.source = src // it names the successor, replayed or not
+	if !mayReplay(*st, a.target) {
+		return transfer.Ready{}, false, nil
+	}
 	return rd, true, nil
+}
+
+// ErrRecordBehind marks an agent whose capsule folder shows a newer state
+// than the records that should justify it: a holder record older than the
+// newest the node knows of (a damaged or restored holder.jsonl). The node
+// fails closed: it neither runs the agent nor removes anything of it.
+var ErrRecordBehind = errors.New("node: holder record older than the capsule")
+
+// checkCapsule compares the capsule folder, if there is one, with the
+// holder record and the source record st (nil: none). The capsule's
+// manifest names the epochs it was committed under (its holder's and its
+// journal heads'); a node that holds the agent holds it at no lower epoch,
+// and a node that does not hold it keeps a capsule folder only while it
+// finishes retiring it after a move from the epoch the capsule was
+// committed under. Anything else means a record was lost, and replaying
+// the records left would act on an older state than the newest the node
+// has known (issue: a RETIRED record replayed over an agent that came
+// back deleted it).
+func (a *agent) checkCapsule(st *transfer.SourceState) error {
+	if !exists(a.n.fsys, a.capsule()) {
+		return nil
+	}
+	h := a.target.Holder()
+	m, err := readManifestFile(a.n.fsys, a.capsule())
+	switch {
+	case err != nil && h > 0:
+		return nil // the journal check refuses it as the node opens it
+	case err != nil:
+		return fmt.Errorf("%w: %s does not hold the agent and the capsule folder's manifest does not read (%v): it may be newer than the records", ErrRecordBehind, a.path(HolderFile), err)
+	}
+	seen := m.Holder.Epoch
+	for _, head := range m.Journal.Heads {
+		seen = max(seen, head.Epoch)
+	}
+	switch {
+	case h > 0 && seen > h:
+		return fmt.Errorf("%w: %s holds the agent at epoch %d, the capsule was committed under epoch %d", ErrRecordBehind, a.path(HolderFile), h, seen)
+	case h == 0 && (st == nil || st.Phase != transfer.RecRetired || seen > st.Holder):
+		return fmt.Errorf("%w: %s does not hold the agent (highest epoch %d), but the capsule folder is there, committed under epoch %d, and no move of this node retired it", ErrRecordBehind, a.path(HolderFile), a.target.MaxEpoch(), seen)
+	}
+	return nil
 }
 
 func exists(fsys vfs.FS, path string) bool {

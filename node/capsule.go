@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"path"
@@ -132,6 +133,22 @@ func verifyCapsule(fsys vfs.FS, dir string) []string {
 		out = append(out, p.String())
 	}
 	return out
+}
+
+// checkJournal checks the capsule's journal against its manifest with
+// capsule.VerifyJournal (the committed prefix by size and digest, FORMAT
+// §7.7) and returns the manifest, or an error naming every problem. The
+// uncommitted tail is left to the journal's own open (logfile), which
+// checks its chain and sets a torn last line aside.
+func checkJournal(fsys vfs.FS, dir string) (*manifest.Manifest, error) {
+	rep, m, err := capsule.VerifyJournal(fsys, dir, capsule.VerifyOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if err := rep.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return m, nil
 }
 
 // journalTail checks the journal bytes after the committed prefix by chain.

@@ -89,6 +89,10 @@ func (e *eventLog) Summary() journal.Summary { return e.l.Summary() }
 // Fence raises the epoch below which appends are refused.
 func (e *eventLog) Fence(holder uint64) { e.l.SetEpoch(holder) }
 
+// Epoch returns the fence: the holder epoch it was opened or fenced at, or
+// the highest epoch in the journal if that is higher.
+func (e *eventLog) Epoch() uint64 { return e.l.Epoch() }
+
 // Close closes the file; every append is already durable.
 func (e *eventLog) Close() error { return e.l.Close() }
 

@@ -16,10 +16,21 @@ import (
 )
 
 // Info implements api.LocalService.
+// Its Agents counts the agents this node hosts (holds), not retired copies
+// or caches of incoming moves.
 func (n *Node) Info(ctx context.Context) (api.NodeInfo, error) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return api.NodeInfo{ID: string(n.id), Listen: n.addr, Release: schema.Release, Agents: len(n.agents)}, nil
+	agents := n.sortedAgents()
+	n.mu.Unlock()
+	hosted := 0
+	for _, a := range agents {
+		a.mu.Lock()
+		if a.hosted() {
+			hosted++
+		}
+		a.mu.Unlock()
+	}
+	return api.NodeInfo{ID: string(n.id), Listen: n.addr, Release: schema.Release, Agents: hosted}, nil
 }
 
 // Peers implements api.LocalService.
@@ -62,7 +73,9 @@ func (n *Node) Agents(ctx context.Context) ([]api.AgentStatus, error) {
 	out := []api.AgentStatus{}
 	for _, a := range agents {
 		a.mu.Lock()
-		out = append(out, a.status())
+		if !a.removed() {
+			out = append(out, a.status())
+		}
 		a.mu.Unlock()
 	}
 	return out, nil
@@ -76,6 +89,9 @@ func (n *Node) Agent(ctx context.Context, id string) (api.AgentStatus, error) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.removed() {
+		return api.AgentStatus{}, fmt.Errorf("%w: agent %s was removed", api.ErrNotFound, id)
+	}
 	return a.status(), nil
 }
 
@@ -178,6 +194,9 @@ func (n *Node) StartAgent(ctx context.Context, id string) (api.AgentStatus, erro
 		st := a.source.State()
 		return api.AgentStatus{}, fmt.Errorf("%w: %s: move %s to %s is past the point of no return; `capsule move resolve` settles it", api.ErrConflict, id, st.Move, st.Peer)
 	}
+	if errors.Is(a.blocked, ErrJournalRefused) {
+		a.blocked = nil // checked again as the journal opens
+	}
 	if _, ok := a.mayRun(); !ok {
 		return api.AgentStatus{}, fmt.Errorf("%w: %s: %s", api.ErrConflict, id, a.why())
 	}
@@ -186,6 +205,9 @@ func (n *Node) StartAgent(ctx context.Context, id string) (api.AgentStatus, erro
 		return api.AgentStatus{}, err
 	}
 	if err := a.startLocked(journal.KindResumed, journal.Resumed{Reason: "started by operator"}); err != nil {
+		if errors.Is(err, ErrJournalRefused) {
+			return api.AgentStatus{}, fmt.Errorf("%w: %s: %v", api.ErrConflict, id, err)
+		}
 		return api.AgentStatus{}, err
 	}
 	return a.status(), nil

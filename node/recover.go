@@ -30,10 +30,11 @@ func (n *Node) recoverAgent(a *agent) {
 	if err != nil {
 		a.blocked = err
 		a.mu.Unlock()
-		n.log.Error("agent blocked: move record unreadable", "agent", a.id, "err", err)
+		n.log.Error("agent blocked: records do not check out", "agent", a.id, "err", err)
 		return
 	}
 	a.cleanStaging()
+	a.checkHeldJournal()
 	var mr *moveRun
 	if moving && !rd.Empty() {
 		st := a.source.State()
@@ -51,6 +52,19 @@ func (n *Node) recoverAgent(a *agent) {
 	if mr != nil {
 		n.log.Info("recovering move", "agent", a.id, "move", mr.id, "phase", a.source.Phase())
 		n.driveReady(a, mr, rd)
+	}
+}
+
+// checkHeldJournal opens the journal of an agent this node holds, running
+// or not, so that a journal the node refuses blocks the agent now, with
+// the reason in its status, rather than at the next start (and so that no
+// other writer appends to a journal this node holds). Caller holds a.mu.
+func (a *agent) checkHeldJournal() {
+	if a.blocked != nil || a.log != nil || !a.hosted() || !exists(a.n.fsys, a.capsule()) {
+		return
+	}
+	if err := a.openLog(a.target.Holder()); err != nil {
+		_ = a.refuse(err)
 	}
 }
 

@@ -22,11 +22,41 @@ at epoch 1 for this node; the node runs it with its built-in runner.`,
 		Example: `  capsule agent create --name demo --from ./workspace --data ~/capsule-a
   capsule agent list --data ~/capsule-a
   capsule agent status 01J... --data ~/capsule-a --json
-  capsule agent stop 01J... --data ~/capsule-a`,
+  capsule agent stop 01J... --data ~/capsule-a
+  capsule agent rm 01J... --data ~/capsule-b`,
 	}
 	c.AddCommand(newAgentCreateCmd(), newAgentListCmd(), newAgentStatusCmd(),
 		newAgentLifecycleCmd("stop", "Stop an agent at a step boundary (it stays stopped across restarts)"),
-		newAgentLifecycleCmd("start", "Start an agent this node holds"))
+		newAgentLifecycleCmd("start", "Start an agent this node holds"), newAgentRmCmd())
+	return c
+}
+
+func newAgentRmCmd() *cobra.Command {
+	var data string
+	c := &cobra.Command{
+		Use:   "rm AGENT",
+		Short: "Remove a copy of an agent this node no longer holds, and its caches",
+		Long: `Remove what the node keeps of an agent it no longer holds: a retired copy
+(the agent moved on) or the pre-copied blobs of a move that never came, with
+their caches. Refused while the node holds the agent (running or stopped),
+while a move of it is unresolved or an incoming one pending, and while it is
+blocked. The node keeps the agent's holder and source records: they fence
+later moves.`,
+		Example: "  capsule agent rm 01J... --data ~/capsule-a",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := localClient(data)
+			if err != nil {
+				return err
+			}
+			if err := cl.RemoveAgent(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "removed", args[0])
+			return nil
+		},
+	}
+	dataFlag(c, &data)
 	return c
 }
 
@@ -99,9 +129,9 @@ func newAgentListCmd() *cobra.Command {
 
 func printAgents(w io.Writer, list []api.AgentStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tNAME\tSTATE\tEPOCH\tSTEPS\tEVENTS\tHOLDER")
+	fmt.Fprintln(tw, "AGENT\tNAME\tSTATE\tEPOCH\tSTEPS\tEVENTS\tHOLDER\tREASON")
 	for _, a := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", a.ID, a.Name, a.State, a.Epoch, a.Steps, a.Events, a.Holder)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", a.ID, a.Name, a.State, a.Epoch, a.Steps, a.Events, a.Holder, a.Blocked)
 	}
 	tw.Flush()
 }
@@ -141,7 +171,10 @@ func printStatus(w io.Writer, st api.AgentStatus) {
 	if st.Move != nil {
 		fmt.Fprintf(w, "move:    %s to %s at epoch %d: %s %s\n", st.Move.MoveID, st.Move.To, st.Move.Epoch, st.Move.Phase, st.Move.Outcome)
 	}
-	if st.Error != "" {
+	switch {
+	case st.Blocked != "":
+		fmt.Fprintf(w, "blocked: %s\n", st.Blocked)
+	case st.Error != "":
 		fmt.Fprintf(w, "error:   %s\n", st.Error)
 	}
 }

@@ -1,41 +1,19 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/agentcapsule/capsule/api"
-	"github.com/agentcapsule/capsule/node"
 )
-
-// startNode runs a node in-process on a fresh data folder (its local API
-// on DIR/node.sock, its peer API on loopback) and returns the folder.
-func startNode(t *testing.T) (string, *node.Node) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "cap") // short: a unix socket path has a length limit
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	n, err := node.New(node.Config{Dir: dir, Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close(context.Background()) })
-	return dir, n
-}
 
 // TestMoveStatusNoMoveAndMoveToSelf: `move status` of an agent that never
 // moved says "no move" and exits 0, in text and --json; `move --to` the
 // node's own ID says it is the node's own ID (issue 10 item 6).
 func TestMoveStatusNoMoveAndMoveToSelf(t *testing.T) {
-	dir, n := startNode(t)
+	dir := shortTempDir(t)
+	n := startNode(t, dir)
 	st, err := n.CreateAgent(t.Context(), api.CreateAgentRequest{Name: "t", Stopped: true})
 	if err != nil {
 		t.Fatal(err)
