@@ -160,7 +160,7 @@ func TestVerifyReportsEveryProblem(t *testing.T) {
 		`../escape: archive: entry 7: unsafe path: ".." component`,
 		`environment/spec.json: archive: entry 8: duplicate entry`,
 		`memory/link: archive: entry 9: entry type not allowed: symbolic link`,
-		`extra.txt: unlisted: not in the manifest`,
+		`extra.txt: archive: entry 10: entry not in the capsule layout: file not in the layout`,
 		`memory/working_memory.md: digest: is `,
 	}
 	if got := problemPrefixes(rep.Problems); !cmp.Equal(got, want, prefixes) {
