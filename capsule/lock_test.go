@@ -18,8 +18,9 @@ import (
 var hostRecord = HostRecord{V: 1, Release: "test", Node: "nhosttesthosttesthosttesthos", PID: os.Getpid(), Listen: "127.0.0.1:7070", Started: "2026-01-01T00:00:00Z"}
 
 // TestHostRefusesOtherProcesses (FORMAT §4.2, PROTOCOL §5): while one
-// process hosts a folder, another process's commit and snapshot of a
-// capsule inside it are refused naming the host, and change nothing; once
+// process hosts a folder, another process's commit, snapshot and blob
+// pruning of a capsule inside it are refused naming the host, and change
+// nothing; once
 // the host releases it, they succeed. The other process is this test
 // binary run again (TestHostChild).
 func TestHostRefusesOtherProcesses(t *testing.T) {
@@ -33,7 +34,7 @@ func TestHostRefusesOtherProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := vfstest.Snapshot(t, vfs.OS{}, capDir)
-	for _, op := range []string{"commit", "snapshot"} {
+	for _, op := range []string{"commit", "snapshot", "prune"} {
 		out := runChild(t, op, capDir)
 		for _, want := range []string{"in use by node " + hostRecord.Node, "listening on 127.0.0.1:7070", data} {
 			if !strings.Contains(out, want) {
@@ -75,6 +76,8 @@ func TestHostChild(t *testing.T) {
 			ws := t.TempDir()
 			_ = os.WriteFile(filepath.Join(ws, "f"), []byte("a blob\n"), 0o644)
 			_, err = c.SnapshotFrom(ws, SnapshotConfig{})
+		case "prune":
+			_, _, err = c.PruneBlobs(nil)
 		}
 	}
 	msg := "ok"
