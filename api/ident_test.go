@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -183,4 +184,22 @@ func TestPushedMessageForAnotherAgent(t *testing.T) {
 	if err := checkMessage(Message{Body: b}, goodAgent); err == nil {
 		t.Fatal("a message for another agent was accepted")
 	}
+}
+
+// FuzzCheckID: whatever CheckID accepts is one safe path component of the
+// kind's fixed length.
+func FuzzCheckID(f *testing.F) {
+	for _, s := range append([]string{goodAgent, goodNode}, hostileIDs...) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for kind, n := range map[IDKind]int{AgentID: 26, MoveID: 26, NodeID: nodeIDLen} {
+			if CheckID(kind, s) != nil {
+				continue
+			}
+			if len(s) != n || strings.ContainsAny(s, "/\\.\x00 ") || s != filepath.Base(s) {
+				t.Errorf("CheckID(%s) accepted %q", kind, s)
+			}
+		}
+	})
 }

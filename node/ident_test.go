@@ -158,3 +158,25 @@ func localCall(base, method, path string) error {
 	}
 	return &api.Error{Status: resp.StatusCode, Code: "http"}
 }
+
+// TestMalformedAgentFolderNotLoaded: a folder under agents/ whose name is
+// not an agent ID (one an earlier release let a hostile ID create) is not
+// loaded as an agent, and is kept as it is.
+func TestMalformedAgentFolderNotLoaded(t *testing.T) {
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "agents", "..%2F..%2Fescape", "cas")
+	if err := os.MkdirAll(junk, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(t, dir, nodeOpts{})
+	list, err := n.Agents(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 0 {
+		t.Errorf("agent list %+v, want it empty", list)
+	}
+	if _, err := os.Stat(junk); err != nil {
+		t.Errorf("the folder is gone: %v", err)
+	}
+}

@@ -294,7 +294,11 @@ func (n *Node) loadAgents() error {
 		return fmt.Errorf("node: agents: %w", err)
 	}
 	for _, e := range ents {
-		if e.IsDir() {
+		switch {
+		case !e.IsDir():
+		case api.CheckID(api.AgentID, e.Name()) != nil: // never an agent: kept, not loaded
+			n.log.Warn("not an agent folder: its name is not an agent ID; left as it is", "folder", filepath.Join(dir, e.Name()))
+		default:
 			n.agents[e.Name()] = n.loadAgent(e.Name())
 		}
 	}
