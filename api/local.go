@@ -52,11 +52,16 @@ func NewLocalHandler(svc LocalService) http.Handler {
 	})
 	mux.HandleFunc("POST "+PathPeers, func(w http.ResponseWriter, r *http.Request) {
 		var p Peer
-		replyDecoded(w, r, &p, func() (any, error) { return p, svc.AddPeer(r.Context(), p) })
+		replyDecoded(w, r, &p, func() (any, error) {
+			if err := CheckID(NodeID, p.ID); err != nil {
+				return nil, err
+			}
+			return p, svc.AddPeer(r.Context(), p)
+		})
 	})
-	mux.HandleFunc("DELETE "+PathPeers+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, func() (any, error) { return struct{}{}, svc.RemovePeer(r.Context(), r.PathValue("id")) })
-	})
+	mux.HandleFunc("DELETE "+PathPeers+"/{id}", withID(NodeID, "id", func(w http.ResponseWriter, r *http.Request, id string) {
+		reply(w, func() (any, error) { return struct{}{}, svc.RemovePeer(r.Context(), id) })
+	}))
 	mux.HandleFunc("GET "+PathAgents, func(w http.ResponseWriter, r *http.Request) {
 		reply(w, func() (any, error) { return svc.Agents(r.Context()) })
 	})
@@ -65,39 +70,60 @@ func NewLocalHandler(svc LocalService) http.Handler {
 		replyDecoded(w, r, &req, func() (any, error) { return svc.CreateAgent(r.Context(), req) })
 	})
 	agentRoutes(mux, svc)
-	return mux
+	return cleanPaths(mux)
 }
 
 func agentRoutes(mux *http.ServeMux, svc LocalService) {
-	mux.HandleFunc("GET "+PathAgents+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, func() (any, error) { return svc.Agent(r.Context(), r.PathValue("id")) })
-	})
-	mux.HandleFunc("POST "+PathAgents+"/{id}/stop", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, func() (any, error) { return svc.StopAgent(r.Context(), r.PathValue("id")) })
-	})
-	mux.HandleFunc("POST "+PathAgents+"/{id}/start", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, func() (any, error) { return svc.StartAgent(r.Context(), r.PathValue("id")) })
-	})
-	mux.HandleFunc("DELETE "+PathAgents+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, func() (any, error) { return struct{}{}, svc.RemoveAgent(r.Context(), r.PathValue("id")) })
-	})
-	mux.HandleFunc("GET "+PathAgents+"/{id}/move", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, func() (any, error) { return svc.MoveStatus(r.Context(), r.PathValue("id")) })
-	})
-	mux.HandleFunc("POST "+PathAgents+"/{id}/move/resolve", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+PathAgents+"/{id}", withAgent(func(w http.ResponseWriter, r *http.Request, id string) {
+		reply(w, func() (any, error) { return svc.Agent(r.Context(), id) })
+	}))
+	mux.HandleFunc("POST "+PathAgents+"/{id}/stop", withAgent(func(w http.ResponseWriter, r *http.Request, id string) {
+		reply(w, func() (any, error) { return svc.StopAgent(r.Context(), id) })
+	}))
+	mux.HandleFunc("POST "+PathAgents+"/{id}/start", withAgent(func(w http.ResponseWriter, r *http.Request, id string) {
+		reply(w, func() (any, error) { return svc.StartAgent(r.Context(), id) })
+	}))
+	mux.HandleFunc("DELETE "+PathAgents+"/{id}", withAgent(func(w http.ResponseWriter, r *http.Request, id string) {
+		reply(w, func() (any, error) { return struct{}{}, svc.RemoveAgent(r.Context(), id) })
+	}))
+	mux.HandleFunc("GET "+PathAgents+"/{id}/move", withAgent(func(w http.ResponseWriter, r *http.Request, id string) {
+		reply(w, func() (any, error) { return svc.MoveStatus(r.Context(), id) })
+	}))
+	mux.HandleFunc("POST "+PathAgents+"/{id}/move/resolve", withAgent(func(w http.ResponseWriter, r *http.Request, id string) {
 		var req ResolveRequest
-		replyDecoded(w, r, &req, func() (any, error) { return svc.Resolve(r.Context(), r.PathValue("id"), req) })
-	})
-	mux.HandleFunc("POST "+PathAgents+"/{id}/move", func(w http.ResponseWriter, r *http.Request) {
-		serveMove(w, r, svc)
-	})
+		replyDecoded(w, r, &req, func() (any, error) { return svc.Resolve(r.Context(), id, req) })
+	}))
+	mux.HandleFunc("POST "+PathAgents+"/{id}/move", withAgent(func(w http.ResponseWriter, r *http.Request, id string) {
+		serveMove(w, r, svc, id)
+	}))
+}
+
+// withID checks the path value name with CheckID before h sees it, so a
+// malformed identifier is a 400 and reaches nothing.
+func withID(kind IDKind, name string, h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue(name)
+		if err := CheckID(kind, id); err != nil {
+			writeError(w, err)
+			return
+		}
+		h(w, r, id)
+	}
+}
+
+func withAgent(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+	return withID(AgentID, "id", h)
 }
 
 // serveMove answers with NDJSON: progress lines as the move advances, then
 // one result or error line.
-func serveMove(w http.ResponseWriter, r *http.Request, svc LocalService) {
+func serveMove(w http.ResponseWriter, r *http.Request, svc LocalService, id string) {
 	var req MoveRequest
-	if err := decodeJSON(r.Body, maxRequest, &req); err != nil {
+	err := decodeJSON(r.Body, maxRequest, &req)
+	if err == nil {
+		err = CheckID(NodeID, req.To)
+	}
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -114,7 +140,7 @@ func serveMove(w http.ResponseWriter, r *http.Request, svc LocalService) {
 	// not touch the finished response.
 	var mu sync.Mutex
 	done := false
-	res, err := svc.Move(r.Context(), r.PathValue("id"), req, func(p MoveProgress) {
+	res, err := svc.Move(r.Context(), id, req, func(p MoveProgress) {
 		mu.Lock()
 		defer mu.Unlock()
 		if done {

@@ -57,15 +57,19 @@ func NewPeerHandler(svc PeerService, identify func(*http.Request) (string, error
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathPeerMessage, func(w http.ResponseWriter, r *http.Request) {
 		var m Message
-		if err := decodeJSON(r.Body, MaxMessage, &m); err != nil {
+		err := decodeJSON(r.Body, MaxMessage, &m)
+		if err == nil {
+			err = checkMessage(m, "")
+		}
+		if err != nil {
 			writeError(w, err)
 			return
 		}
 		reply(w, func() (any, error) { return svc.Message(r.Context(), r.Header.Get(peerHeader), m) })
 	})
-	mux.HandleFunc("POST "+PathPeerPush, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+PathPeerPush, withID(AgentID, "agent", func(w http.ResponseWriter, r *http.Request, agent string) {
 		reply(w, func() (any, error) {
-			pr := PushRequest{Agent: r.PathValue("agent"), Call: r.Header.Get(CallHeader)}
+			pr := PushRequest{Agent: agent, Call: r.Header.Get(CallHeader)}
 			if m := r.Header.Get(ManifestHeader); m != "" {
 				d, err := digest.Parse(m)
 				if err != nil {
@@ -73,10 +77,12 @@ func NewPeerHandler(svc PeerService, identify func(*http.Request) (string, error
 				}
 				pr.Manifest = d
 			}
-			return svc.Push(r.Context(), r.Header.Get(peerHeader), pr, NewStreamReader(r.Body, 0))
+			s := NewStreamReader(r.Body, 0)
+			s.checkMessage = func(m Message) error { return checkMessage(m, agent) }
+			return svc.Push(r.Context(), r.Header.Get(peerHeader), pr, s)
 		})
-	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	}))
+	return cleanPaths(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		from, err := identify(r)
 		if err != nil {
 			writeError(w, &Error{Status: http.StatusForbidden, Code: "forbidden", Message: err.Error()})
@@ -84,7 +90,7 @@ func NewPeerHandler(svc PeerService, identify func(*http.Request) (string, error
 		}
 		r.Header.Set(peerHeader, from)
 		mux.ServeHTTP(w, r)
-	})
+	}))
 }
 
 // peerHeader passes the identified caller from the wrapper to the routes;

@@ -2,6 +2,8 @@ package api
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -124,6 +126,9 @@ type StreamReader struct {
 	maxSize int64
 	piece   int       // hashPiece; 0 hashes every frame inline (tests)
 	hp      *hashPipe // hashes large blob frames; one frame at a time
+	// checkMessage, if set, checks a message frame's Message before Next
+	// returns it (the peer API checks its identifiers at the edge).
+	checkMessage func(Message) error
 }
 
 // NewStreamReader reads a push stream from r; frames announcing more than
@@ -164,6 +169,9 @@ func (s *StreamReader) Next() (Frame, io.Reader, error) {
 		return Frame{}, nil, err
 	}
 	fr := &frameReader{f: f, r: io.LimitReader(s.r, f.Size)}
+	if f.Kind == FrameMessage && s.checkMessage != nil {
+		return s.checkedMessage(f, fr)
+	}
 	switch {
 	case f.Kind == FrameBlob && s.piece > 0 && f.Size > int64(s.piece):
 		fr.h = s.pipe()
@@ -172,6 +180,27 @@ func (s *StreamReader) Next() (Frame, io.Reader, error) {
 	}
 	s.cur = fr
 	return f, fr, nil
+}
+
+// checkedMessage reads a message frame whole, checks it, and returns a
+// reader of its bytes.
+func (s *StreamReader) checkedMessage(f Frame, fr *frameReader) (Frame, io.Reader, error) {
+	if f.Size > MaxMessage {
+		return Frame{}, nil, fmt.Errorf("%w: message frame of %d bytes, limit %d", ErrBadFrame, f.Size, MaxMessage)
+	}
+	b, err := io.ReadAll(fr)
+	if err != nil {
+		return Frame{}, nil, err
+	}
+	var m Message
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Frame{}, nil, fmt.Errorf("%w: message frame: %v", ErrInvalid, err)
+	}
+	if err := s.checkMessage(m); err != nil {
+		return Frame{}, nil, err
+	}
+	s.cur = bytes.NewReader(b)
+	return f, s.cur, nil
 }
 
 func (s *StreamReader) start() error {

@@ -21,6 +21,9 @@ var (
 	ErrCaseCollision = errors.New("archive: names differ only by case")
 	// ErrConflict: an entry needs a parent directory where a file is.
 	ErrConflict = errors.New("archive: file where a directory is needed")
+	// ErrLayout: an entry's name is not one the capsule layout allows in an
+	// archive (FORMAT §1, §9.1); it is refused from its header.
+	ErrLayout = errors.New("archive: entry not in the capsule layout")
 	// ErrLimit: an entry or the archive exceeds a configured limit.
 	ErrLimit = errors.New("archive: limit exceeded")
 	// ErrCorrupt: the stream is not a readable tar (or zstd) stream, or ends early.

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -297,7 +298,9 @@ func TestExportFileRefusesOutputInside(t *testing.T) {
 }
 
 // TestExportLongNames: a name ustar cannot hold gets a pax extended header,
-// which GNU tar and Import both read.
+// which GNU tar and Import both read. No name of the layout needs one (a
+// blob's is 80 bytes), so Import refuses the long name, naming it in full
+// as the pax header gives it.
 func TestExportLongNames(t *testing.T) {
 	files := fixtureFiles()
 	long := "memory/" + strings.Repeat("n", 120) + "/" + strings.Repeat("x", 110) + ".md" // no ustar prefix split fits
@@ -308,11 +311,9 @@ func TestExportLongNames(t *testing.T) {
 	if l := listing(t, archive); !strings.Contains(l, "pax=1 "+long+"\n") {
 		t.Errorf("no pax header for the long name:\n%s", l)
 	}
-	if _, err := importBytes(mem, archive, "/dst", ImportConfig{}); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(vfstest.Snapshot(t, mem, "/src"), vfstest.Snapshot(t, mem, "/dst")); diff != "" {
-		t.Errorf("round trip (-src +dst):\n%s", diff)
+	_, err := importBytes(mem, archive, "/dst", ImportConfig{})
+	if dir := path.Dir(long) + "/"; !errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("import: %v, want ErrLayout naming %s", err, dir)
 	}
 	p := filepath.Join(t.TempDir(), "long.tar")
 	if err := os.WriteFile(p, archive, 0o644); err != nil {

@@ -25,10 +25,11 @@ type extractor struct {
 	lim      Limits
 	collect  bool
 	progress Progress
-	pool     *syncPool // nil: files are not fsynced (Verify's throwaway folder)
+	durable  bool // files are made durable by syncAll (Import); Verify's throwaway folder is not
 
 	names    map[string]nameInfo // folded name -> what is there
 	dirs     []string            // directories created, in creation order
+	written  []string            // files written, to be made durable by syncAll
 	problems []Problem
 	entries  int   // headers seen
 	files    int   // regular files written
@@ -42,32 +43,23 @@ type nameInfo struct {
 	explicit bool // a directory entry named it (not only a file below it)
 }
 
-// newExtractor returns an extractor into root. Import fsyncs every file
-// (durable); Verify, whose folder is thrown away, does not.
+// newExtractor returns an extractor into root. Import makes every file
+// durable (durable), in one batch once the archive is accepted (syncAll);
+// Verify, whose folder is thrown away, does not.
 func newExtractor(fsys vfs.FS, root string, lim Limits, collect, durable bool, p Progress) *extractor {
-	x := &extractor{
-		fsys: fsys, root: root, lim: lim, collect: collect, progress: p,
+	return &extractor{
+		fsys: fsys, root: root, lim: lim, collect: collect, progress: p, durable: durable,
 		names: map[string]nameInfo{},
 		buf:   make([]byte, copyBufSize),
 	}
-	if durable {
-		x.pool = newSyncPool()
-	}
-	return x
 }
 
-// run reads every entry of the tar stream r, then waits for the fsync of
-// every file written. It returns a fatal error (an *EntryError, or
-// ErrLimit / ErrCorrupt for the stream, or an I/O error); refused entries
-// in collect mode end up in x.problems.
+// run reads every entry of the tar stream r. It returns a fatal error (an
+// *EntryError, or ErrLimit / ErrCorrupt for the stream, or an I/O error);
+// refused entries in collect mode end up in x.problems. Nothing is synced
+// yet: a refused archive costs no fsync.
 func (x *extractor) run(r *eofReader) error {
-	err := x.readAll(r)
-	if x.pool != nil {
-		if perr := x.pool.wait(); err == nil {
-			err = perr
-		}
-	}
-	return err
+	return x.readAll(r)
 }
 
 // readAll reads every entry of the tar stream r.
@@ -198,33 +190,17 @@ func (x *extractor) refuseRule(hdr *tar.Header, err error) error {
 
 // claim checks name against what the archive already holds, refusing
 // duplicates, case collisions and a file standing where a directory must be,
-// then creates the missing parent directories and records name. It changes
-// nothing on refusal. have is true for a directory already created as the
-// parent of an earlier entry.
+// and against the layout (FORMAT §1), so that a name the layout does not
+// allow is refused from its header; then it creates the missing parent
+// directories and records name. It changes nothing on refusal. have is true
+// for a directory already created as the parent of an earlier entry.
 func (x *extractor) claim(name string, isDir bool) (have bool, err error) {
-	key := foldName(name)
-	if info, ok := x.names[key]; ok {
-		switch {
-		case info.name != name:
-			return false, rule(ErrCaseCollision, fmt.Sprintf("%q is already in the archive", info.name))
-		case isDir && info.isDir && !info.explicit:
-			x.names[key] = nameInfo{name: name, isDir: true, explicit: true}
-			return true, nil
-		default:
-			return false, rule(ErrDuplicate, fmt.Sprintf("%q appears twice", name))
-		}
+	have, missing, err := x.check(name, isDir)
+	if err != nil {
+		return false, err
 	}
-	var missing []string
-	for p := path.Dir(name); p != "."; p = path.Dir(p) {
-		info, ok := x.names[foldName(p)]
-		switch {
-		case !ok:
-			missing = append(missing, p)
-		case info.name != p:
-			return false, rule(ErrCaseCollision, fmt.Sprintf("parent %q collides with %q", p, info.name))
-		case !info.isDir:
-			return false, rule(ErrConflict, fmt.Sprintf("parent %q is a file", p))
-		}
+	if detail := layoutProblem(name, isDir); detail != "" && !have {
+		return false, rule(ErrLayout, detail)
 	}
 	for i := len(missing) - 1; i >= 0; i-- {
 		if err := x.makeDir(missing[i]); err != nil {
@@ -232,8 +208,35 @@ func (x *extractor) claim(name string, isDir bool) (have bool, err error) {
 		}
 		x.names[foldName(missing[i])] = nameInfo{name: missing[i], isDir: true}
 	}
-	x.names[key] = nameInfo{name: name, isDir: isDir, explicit: isDir}
-	return false, nil
+	x.names[foldName(name)] = nameInfo{name: name, isDir: isDir, explicit: isDir}
+	return have, nil
+}
+
+// check is claim's part that changes nothing: it returns the parents of
+// name still to create, deepest first.
+func (x *extractor) check(name string, isDir bool) (have bool, missing []string, err error) {
+	if info, ok := x.names[foldName(name)]; ok {
+		switch {
+		case info.name != name:
+			return false, nil, rule(ErrCaseCollision, fmt.Sprintf("%q is already in the archive", info.name))
+		case isDir && info.isDir && !info.explicit:
+			return true, nil, nil
+		default:
+			return false, nil, rule(ErrDuplicate, fmt.Sprintf("%q appears twice", name))
+		}
+	}
+	for p := path.Dir(name); p != "."; p = path.Dir(p) {
+		info, ok := x.names[foldName(p)]
+		switch {
+		case !ok:
+			missing = append(missing, p)
+		case info.name != p:
+			return false, nil, rule(ErrCaseCollision, fmt.Sprintf("parent %q collides with %q", p, info.name))
+		case !info.isDir:
+			return false, nil, rule(ErrConflict, fmt.Sprintf("parent %q is a file", p))
+		}
+	}
+	return false, missing, nil
 }
 
 // ioError marks a failure of the file system, which no archive content
@@ -255,8 +258,8 @@ func (x *extractor) path(name string) string {
 	return filepath.Join(x.root, filepath.FromSlash(name))
 }
 
-// writeFile copies exactly hdr.Size bytes into a new file and hands it to
-// the fsync pool.
+// writeFile copies exactly hdr.Size bytes into a new file and closes it;
+// for Import it records the name for syncAll.
 func (x *extractor) writeFile(tr *tar.Reader, hdr *tar.Header, name string) error {
 	f, err := x.fsys.OpenFile(x.path(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode)
 	if err != nil {
@@ -278,14 +281,48 @@ func (x *extractor) writeFile(tr *tar.Reader, hdr *tar.Header, name string) erro
 		return ioError{fmt.Errorf("write %s: %w", name, err)}
 	}
 	x.files++
-	if x.pool != nil {
-		x.pool.add(f, name)
-		return nil
+	if x.durable {
+		x.written = append(x.written, name)
 	}
 	if err := f.Close(); err != nil {
 		return ioError{fmt.Errorf("close %s: %w", name, err)}
 	}
 	return nil
+}
+
+// syncAll makes every file written durable, in one batch (syncFiles), then
+// every directory's entries, the root last.
+func (x *extractor) syncAll() error {
+	if err := x.syncFiles(); err != nil {
+		return err
+	}
+	return x.syncDirs()
+}
+
+// syncFiles makes the contents of every file written durable: with one
+// syncfs of the staging folder's file system where the FS offers it (the
+// real file system on Linux), else with an fsync of each file, several at
+// a time.
+func (x *extractor) syncFiles() error {
+	if len(x.written) == 0 {
+		return nil
+	}
+	if ok, err := syncFS(x.fsys, x.root); ok {
+		if err != nil {
+			return ioError{fmt.Errorf("sync %s: %w", x.root, err)}
+		}
+		return nil
+	}
+	pool := newSyncPool()
+	for _, name := range x.written {
+		f, err := x.fsys.Open(x.path(name))
+		if err != nil {
+			pool.fail(ioError{fmt.Errorf("sync %s: %w", name, err)})
+			break
+		}
+		pool.add(f, name)
+	}
+	return pool.wait()
 }
 
 // syncDirs makes every directory's entries durable, the root last.

@@ -35,6 +35,7 @@ func tarCase(entries ...tarEntry) func(*testing.T) io.Reader {
 
 func hostileCases() []hostileCase {
 	m := file("manifest.json", "{}\n")
+	const wm, snap = "memory/working_memory.md", "artifacts/snapshot.json"
 	return []hostileCase{
 		{name: "parent traversal", archive: tarCase(m, file("../x", "evil")), wantErr: ErrUnsafePath, wantMsg: `"../x"`},
 		{name: "inner traversal", archive: tarCase(m, file("a/../../x", "evil")), wantErr: ErrUnsafePath, wantMsg: `"a/../../x"`},
@@ -59,23 +60,32 @@ func hostileCases() []hostileCase {
 			wantErr: ErrEntryType, wantMsg: `"p": fifo`},
 		{name: "global header", archive: tarCase(tarEntry{hdr: tar.Header{Typeflag: tar.TypeXGlobalHeader, PAXRecords: map[string]string{"comment": "x"}}}, m),
 			wantErr: ErrEntryType, wantMsg: "PAX global header"},
-		{name: "duplicate file", archive: tarCase(m, file("memory/a", "1"), file("memory/a", "2")), wantErr: ErrDuplicate, wantMsg: `"memory/a"`},
+		{name: "duplicate file", archive: tarCase(m, file(wm, "1"), file(wm, "2")), wantErr: ErrDuplicate, wantMsg: `"` + wm + `"`},
 		{name: "duplicate via ./", archive: tarCase(m, file("./manifest.json", "x")), wantErr: ErrDuplicate, wantMsg: `"./manifest.json"`},
 		{name: "duplicate directory", archive: tarCase(dir("memory/"), dir("memory/")), wantErr: ErrDuplicate, wantMsg: `"memory/"`},
 		{name: "names differ by case", archive: tarCase(m, file("Manifest.json", "x")), wantErr: ErrCaseCollision, wantMsg: `"Manifest.json"`},
-		{name: "parent differs by case", archive: tarCase(file("memory/a", "1"), file("Memory/b", "2")), wantErr: ErrCaseCollision, wantMsg: `"Memory/b"`},
-		{name: "file where a directory is needed", archive: tarCase(file("memory", "x"), file("memory/a", "1")), wantErr: ErrConflict, wantMsg: `"memory/a"`},
-		{name: "directory over a file", archive: tarCase(file("memory", "x"), dir("memory/")), wantErr: ErrDuplicate, wantMsg: `"memory/"`},
+		{name: "parent differs by case", archive: tarCase(file(wm, "1"), file("Memory/b", "2")), wantErr: ErrCaseCollision, wantMsg: `"Memory/b"`},
+		{name: "file where a directory is needed", archive: tarCase(file(snap, "x"), file(snap+"/a", "1")), wantErr: ErrConflict, wantMsg: `"` + snap + `/a"`},
+		{name: "directory over a file", archive: tarCase(file(snap, "x"), dir(snap+"/")), wantErr: ErrDuplicate, wantMsg: `"` + snap + `/"`},
+		{name: "file outside the layout", archive: tarCase(m, file("evil.sh", "rm -rf /")), wantErr: ErrLayout, wantMsg: `"evil.sh": file not in the layout`},
+		{name: "directory outside the layout", archive: tarCase(m, dir("memory/extra/")), wantErr: ErrLayout, wantMsg: `"memory/extra/": directory not in the layout`},
+		{name: "file where a layout directory is", archive: tarCase(file("memory", "x")), wantErr: ErrLayout, wantMsg: `"memory": memory must be a directory`},
+		{name: "blob not named by a digest", archive: tarCase(file("artifacts/blobs/notahash", "x")), wantErr: ErrLayout, wantMsg: `"artifacts/blobs/notahash"`},
+		{name: "temporary file", archive: tarCase(file("memory/.tmp-working_memory.md-1", "x")), wantErr: ErrLayout, wantMsg: `.tmp-`},
+		{name: "commit staging", archive: tarCase(file(".commit/manifest.json", "{}")), wantErr: ErrLayout, wantMsg: `".commit/manifest.json"`},
+		{name: "1 GiB outside the layout in a zstd bomb", archive: func(t *testing.T) io.Reader {
+			return zstdBomb(t, rawHeader("memory/bomb", '0', 1<<30, nil), []byte{0}, 1<<30)
+		}, wantErr: ErrLayout, wantMsg: `"memory/bomb": file not in the layout`},
 		{name: "truncated in data", archive: func(t *testing.T) io.Reader {
-			b := tarOf(t, m, file("memory/a", strings.Repeat("x", 3000)))
+			b := tarOf(t, m, file(wm, strings.Repeat("x", 3000)))
 			return bytes.NewReader(b[:512*3+700])
 		}, wantErr: ErrCorrupt, wantMsg: "ends early"},
 		{name: "truncated at entry boundary", archive: func(t *testing.T) io.Reader {
-			b := tarOf(t, m, file("memory/a", "x"))
+			b := tarOf(t, m, file(wm, "x"))
 			return bytes.NewReader(b[:512*4])
 		}, wantErr: ErrCorrupt, wantMsg: "without the end-of-archive marker"},
 		{name: "truncated zstd", archive: func(t *testing.T) io.Reader {
-			z := zstdOf(t, tarOf(t, m, file("memory/a", strings.Repeat("abc", 5000))))
+			z := zstdOf(t, tarOf(t, m, file(wm, strings.Repeat("abc", 5000))))
 			return bytes.NewReader(z[:len(z)/2])
 		}, wantErr: ErrCorrupt},
 		{name: "empty stream", archive: bytesOf(nil), wantErr: ErrCorrupt},
@@ -97,10 +107,10 @@ func hostileCases() []hostileCase {
 		{name: "zstd window of 1 GiB", archive: bytesOf(zstdHugeWindow()), wantErr: ErrLimit, wantMsg: "zstd"},
 		{name: "old GNU sparse claiming 10 GB", archive: bytesOf(gnuSparse10GB()), wantErr: ErrEntryType, wantMsg: `"big.bin": sparse file (claims 10000000000 bytes)`},
 		{name: "PAX sparse claiming 10 GB", archive: bytesOf(paxSparse10GB()), wantErr: ErrEntryType, wantMsg: `"big.bin": sparse file (claims 10000000000 bytes)`},
-		{name: "too many entries", archive: tarCase(m, file("a", "1"), file("b", "2"), file("c", "3")),
-			limits: Limits{MaxEntries: 3}, wantErr: ErrLimit, wantMsg: `entry 3 "c": more than 3 entries`},
-		{name: "oversized total", archive: tarCase(file("a", strings.Repeat("x", 600)), file("b", strings.Repeat("y", 600))),
-			limits: Limits{MaxTotal: 1000}, wantErr: ErrLimit, wantMsg: `"b": entries total more than 1000 bytes`},
+		{name: "too many entries", archive: tarCase(m, file(wm, "1"), file(snap, "2"), file("environment/spec.json", "3")),
+			limits: Limits{MaxEntries: 3}, wantErr: ErrLimit, wantMsg: `entry 3 "environment/spec.json": more than 3 entries`},
+		{name: "oversized total", archive: tarCase(file(wm, strings.Repeat("x", 600)), file(snap, strings.Repeat("y", 600))),
+			limits: Limits{MaxTotal: 1000}, wantErr: ErrLimit, wantMsg: `"` + snap + `": entries total more than 1000 bytes`},
 		{name: "oversized entry", archive: tarCase(file("a", strings.Repeat("x", 600))),
 			limits: Limits{MaxEntrySize: 500}, wantErr: ErrLimit, wantMsg: `"a": entry is 600 bytes, limit 500`},
 		{name: "path too long", archive: tarCase(file(strings.Repeat("d/", 40)+"x", "1")),

@@ -121,7 +121,7 @@ func importInto(fsys vfs.FS, r io.Reader, staging string, cfg ImportConfig) (*Im
 	if problems = append(problems, st.Problems...); len(problems) > 0 {
 		return nil, &VerifyError{Problems: problems}
 	}
-	if err := x.syncDirs(); err != nil {
+	if err := x.syncAll(); err != nil {
 		return nil, err
 	}
 	return &ImportResult{Entries: x.entries, Files: x.files, Bytes: x.total, Compression: comp.String(),

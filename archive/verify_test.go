@@ -160,7 +160,7 @@ func TestVerifyReportsEveryProblem(t *testing.T) {
 		`../escape: archive: entry 7: unsafe path: ".." component`,
 		`environment/spec.json: archive: entry 8: duplicate entry`,
 		`memory/link: archive: entry 9: entry type not allowed: symbolic link`,
-		`extra.txt: unlisted: not in the manifest`,
+		`extra.txt: archive: entry 10: entry not in the capsule layout: file not in the layout`,
 		`memory/working_memory.md: digest: is `,
 	}
 	if got := problemPrefixes(rep.Problems); !cmp.Equal(got, want, prefixes) {
@@ -199,5 +199,22 @@ func TestVerifyHostile(t *testing.T) {
 				t.Errorf("Verify left changes:\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestVerifyChargesRefusedEntries (FORMAT §9.3): in collect mode a refused
+// entry is skipped, not written, but its data still counts against
+// MaxTotal, so an archive of refused entries cannot make Verify read
+// without bound.
+func TestVerifyChargesRefusedEntries(t *testing.T) {
+	body := pad(bytes.Repeat([]byte("z"), 600))
+	archive := concat(rawHeader("a", 'Z', 600, nil), body, rawHeader("b", 'Z', 600, nil), body, endOfArchive)
+	rep := verifyBytes(t, vfs.NewMem(), archive, VerifyConfig{Limits: Limits{MaxTotal: 1000}})
+	want := []string{
+		`a: archive: entry 0: entry type not allowed: type 'Z'`,
+		`b: archive: entry 1: limit exceeded: entries total more than 1000 bytes`,
+	}
+	if got := problemPrefixes(rep.Problems); !cmp.Equal(got[:min(2, len(got))], want, prefixes) {
+		t.Errorf("problems:\n%s\nwant prefixes:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

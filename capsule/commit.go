@@ -137,11 +137,16 @@ func pendingName(rel string) string { return url.PathEscape(rel) }
 // since this Capsule read it. fn must not call Commit, SnapshotFrom,
 // PruneBlobs or Capsule.PutBlob (they wait for this commit); the read
 // methods are fine. After an error other than fn's, reopen the capsule.
+// While another process hosts the capsule (LockHost) Commit refuses with a
+// *HeldError naming it, before fn runs.
 func (c *Capsule) Commit(fn func(tx *Tx) error) error {
 	c.lock.commit.Lock()
 	defer c.lock.commit.Unlock()
 	c.lock.rw.RLock()
 	defer c.lock.rw.RUnlock()
+	if err := CheckHost(c.fsys, c.dir); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
 	if err := c.checkUnchanged(); err != nil {
 		return err
 	}
@@ -250,8 +255,15 @@ func removeDurably(fsys vfs.FS, name string) error {
 }
 
 // recoverDir brings a capsule folder back to a committed state after a
-// crash (FORMAT §4.3). It writes nothing when there is nothing to do.
+// crash (FORMAT §4.3). It writes nothing when there is nothing to do, nor
+// while another process hosts the folder: what looks unfinished may be
+// the host's commit in progress, and recovery is the host's.
 func recoverDir(fsys vfs.FS, dir string) error {
+	if err := CheckHost(fsys, dir); errors.Is(err, ErrHeld) {
+		return nil
+	} else if err != nil {
+		return err
+	}
 	pending := hostPath(dir, PendingDir)
 	if _, err := fsys.Lstat(pending); err == nil {
 		_, err := fsys.Lstat(filepath.Join(pending, manifest.FileName))

@@ -243,3 +243,26 @@ func TestVerifyPopulatedOK(t *testing.T) {
 		t.Error("verify of a missing directory returned no error")
 	}
 }
+
+// FORMAT §3.3: the committed journal prefix ends on a line boundary; a
+// manifest whose journal digest covers part of a line is refused even when
+// the digest of those bytes matches.
+func TestVerifyPrefixEndsOnLine(t *testing.T) {
+	c := newCapsule(t)
+	populate(t, c)
+	cut := bytes.IndexByte(journalLines, '\n') + 4 // inside the second line
+	j := manifest.Journal{Events: 1, Bytes: int64(cut), Digest: digest.FromBytes(journalLines[:cut]), Heads: map[string]manifest.Head{
+		"m1": {Seq: 1, ID: string(digest.FromString("e1")), Clock: 1},
+	}}
+	if err := c.Commit(func(tx *Tx) error { return tx.SetJournal(j) }); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Verify(vfs.OS{}, c.Dir(), VerifyOptions{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{manifest.JournalPath + " " + string(KindJournal)}
+	if diff := cmp.Diff(want, kinds(r.Problems)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s\n%v", diff, r.Problems)
+	}
+}

@@ -45,7 +45,7 @@ func (p Problem) String() string {
 type ParseError struct {
 	Problems []Problem
 	// Err is the secret-rule error of the first secret problem, if any, so
-	// errors.Is(err, ErrSecretName) and ErrSecretValue work.
+	// errors.Is(err, ErrSecretName), ErrSecretValue and ErrConflict work.
 	Err error
 }
 
@@ -165,7 +165,7 @@ func (s *Spec) semantic() error {
 	var first error
 	add := func(where string, err error) {
 		probs = append(probs, Problem{Where: where, Msg: strings.TrimPrefix(err.Error(), "envspec: ")})
-		if first == nil && (errors.Is(err, ErrSecretName) || errors.Is(err, ErrSecretValue)) {
+		if first == nil && (errors.Is(err, ErrSecretName) || errors.Is(err, ErrSecretValue) || errors.Is(err, ErrConflict)) {
 			first = err
 		}
 	}

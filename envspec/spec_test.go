@@ -147,7 +147,10 @@ func TestParseProblems(t *testing.T) {
 		{"secret name in file", strings.Replace(base, `"LANG"`, `"MY_TOKEN"`, 1), []string{"/env/MY_TOKEN", "capsule env secret add DIR MY_TOKEN"}, ErrSecretName},
 		{"secret value in file", strings.Replace(base, `"debug"`, `"ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"`, 1), []string{"/env/LOG_LEVEL", "GitHub token"}, ErrSecretValue},
 		{"secret in tool args", strings.Replace(base, `"stdio"`, `"--token=ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"`, 1), []string{"/tools/1/args/0"}, ErrSecretValue},
-		{"variable and secret", strings.Replace(base, `"LANG"`, `"GITHUB_HOSTNAME"`, 1) + "", nil, nil},
+		{"variable beside a secret", strings.Replace(base, `"LANG"`, `"GITHUB_HOSTNAME"`, 1) + "", nil, nil},
+		{"variable and secret", strings.Replace(base, `"GITHUB_TOKEN",`, `"GITHUB_TOKEN", "LANG",`, 1), []string{"/env/LANG"}, ErrConflict},
+		{"tool variable and secret", strings.Replace(base, `"secrets": [
+        "GITHUB_TOKEN"`, `"secrets": ["GITHUB_HOST", "GITHUB_TOKEN"`, 1), []string{"/tools/1/env/GITHUB_HOST"}, ErrConflict},
 		{"workdir escapes", strings.Replace(base, `"workdir": "src"`, `"workdir": "../x"`, 1), []string{"/workdir"}, ErrInvalid},
 		{"too large", `{"pad":"` + strings.Repeat("x", MaxSize) + `"}`, []string{"the limit is"}, ErrInvalid},
 	}

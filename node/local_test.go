@@ -48,7 +48,7 @@ func TestLocalAPIOverSocket(t *testing.T) {
 	if st, err = c.StopAgent(ctx, st.ID); err != nil || st.State != api.StateStopped {
 		t.Fatalf("StopAgent = %+v, %v", st, err)
 	}
-	if _, err := c.Agent(ctx, "01NOSUCHAGENT0000000000000"); !errors.Is(err, api.ErrNotFound) {
+	if _, err := c.Agent(ctx, "01N0SXCHAGENT0000000000000"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("unknown agent: err = %v, want ErrNotFound", err)
 	}
 	if _, err := c.Move(ctx, st.ID, api.MoveRequest{To: "nope"}, nil); !errors.Is(err, api.ErrInvalid) {

@@ -16,6 +16,8 @@
 // Data folder layout:
 //
 //	node.key                 the node key (PEM PKCS#8, 0600)
+//	node.lock                flock'd by the one node process serving the folder (capsule.LockHost)
+//	node.lock.json           that process's record: node ID, PID, addresses (capsule.HostRecord)
 //	peers.json               trusted peers: ID and address
 //	secrets.json             secret values by name (optional, must be 0600)
 //	node.sock                the local API socket (0600)
@@ -60,6 +62,7 @@ import (
 	"time"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/transfer"
@@ -170,6 +173,9 @@ type Node struct {
 
 	addr        string
 	metricsAddr string
+	host        *capsule.Host // this process's lock of the data folder
+	started     string        // when it took it (RFC 3339)
+	sockInfo    os.FileInfo   // the socket this node created, nil if none
 	servers     []*http.Server
 	ready       atomic.Bool
 	closed      atomic.Bool
@@ -198,8 +204,11 @@ var (
 )
 
 // New opens the node's data folder (creating it and the key on first
-// start), loads its peers, secrets and agents, and recovers every move it
-// had in progress. It does not listen or run agents until Start.
+// start), locks it for this node's lifetime (a second node of the same
+// folder is refused with a *capsule.HeldError naming the first: its ID,
+// PID and addresses), loads its peers, secrets and agents, and recovers
+// every move it had in progress. It does not listen or run agents until
+// Start.
 func New(cfg Config) (*Node, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("node: a data folder is required")
@@ -211,22 +220,50 @@ func New(cfg Config) (*Node, error) {
 	if err := vfs.MkdirAllDurable(n.fsys, cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("node: data folder: %w", err)
 	}
+	n.started = n.clock.Now().UTC().Format(time.RFC3339)
+	var err error
+	if n.host, err = capsule.LockHost(n.fsys, cfg.Dir, n.hostRecord()); err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	if err := n.open(); err != nil {
+		_ = n.host.Release()
+		return nil, err
+	}
+	return n, nil
+}
+
+// hostRecord is the record of this process kept beside the data folder's lock.
+func (n *Node) hostRecord() capsule.HostRecord {
+	r := capsule.HostRecord{V: schema.Current[schema.Coordination], Release: schema.Release, Node: string(n.id),
+		PID: os.Getpid(), Listen: n.addr, Started: n.started}
+	if n.sockInfo != nil {
+		r.Socket = n.cfg.Socket
+	}
+	return r
+}
+
+// open loads the key, the peers, the secrets and the agents.
+func (n *Node) open() error {
+	cfg := n.cfg
 	var err error
 	if n.key, err = LoadOrCreateKey(n.fsys, cfg.Dir, cfg.Entropy); err != nil {
-		return nil, err
+		return err
 	}
 	n.id = n.key.ID()
 	if n.cert, err = n.key.Certificate(); err != nil {
-		return nil, err
+		return err
 	}
 	if n.peers, err = OpenPeers(n.fsys, cfg.Dir); err != nil {
-		return nil, err
+		return err
 	}
 	if n.secrets, err = OpenSecrets(n.fsys, cfg.Dir, cfg.Getenv); err != nil {
-		return nil, err
+		return err
 	}
 	n.log = n.log.With("node", string(n.id.Short()))
-	return n, n.loadAgents()
+	if err := n.host.Update(n.hostRecord()); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	return n.loadAgents()
 }
 
 // ID returns the node's ID.
@@ -257,7 +294,11 @@ func (n *Node) loadAgents() error {
 		return fmt.Errorf("node: agents: %w", err)
 	}
 	for _, e := range ents {
-		if e.IsDir() {
+		switch {
+		case !e.IsDir():
+		case api.CheckID(api.AgentID, e.Name()) != nil: // never an agent: kept, not loaded
+			n.log.Warn("not an agent folder: its name is not an agent ID; left as it is", "folder", filepath.Join(dir, e.Name()))
+		default:
 			n.agents[e.Name()] = n.loadAgent(e.Name())
 		}
 	}
@@ -288,6 +329,9 @@ func (n *Node) Start() error {
 			return err
 		}
 	}
+	if err := n.host.Update(n.hostRecord()); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	n.recover()
 	n.ready.Store(true)
 	return nil
@@ -303,17 +347,42 @@ func (n *Node) listenPeers() error {
 	return n.serveOn(tls.NewListener(ln, cfg), n.PeerHandler())
 }
 
+// listenLocal serves the local API on the socket. The data folder's lock
+// makes this the only node of the folder, so a socket file at the path is
+// a stale one of an earlier run, unless a process answers on it (a custom
+// Config.Socket another node uses): then it is refused, not removed.
 func (n *Node) listenLocal() error {
-	_ = os.Remove(n.cfg.Socket) // a stale socket of a previous run
-	ln, err := net.Listen("unix", n.cfg.Socket)
+	sock := n.cfg.Socket
+	if c, err := net.Dial("unix", sock); err == nil {
+		c.Close()
+		return fmt.Errorf("node: local socket %s: another process is listening on it", sock)
+	}
+	_ = os.Remove(sock) // a stale socket of a previous run
+	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		return fmt.Errorf("node: local socket: %w", err)
 	}
-	if err := os.Chmod(n.cfg.Socket, 0o600); err != nil {
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // Close removes it only if it is still ours
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("node: local socket: %w", err)
+	}
+	if n.sockInfo, err = os.Stat(sock); err != nil {
 		ln.Close()
 		return fmt.Errorf("node: local socket: %w", err)
 	}
 	return n.serveOn(ln, api.NewLocalHandler(n))
+}
+
+// removeSocket removes the local API socket if it is still the one this
+// node created: never another process's.
+func (n *Node) removeSocket() {
+	if n.sockInfo == nil {
+		return
+	}
+	if fi, err := os.Stat(n.cfg.Socket); err == nil && os.SameFile(fi, n.sockInfo) {
+		_ = os.Remove(n.cfg.Socket)
+	}
 }
 
 func (n *Node) serveOn(ln net.Listener, h http.Handler) error {
@@ -379,8 +448,9 @@ func (n *Node) Close(ctx context.Context) error {
 	}
 	n.cancel()
 	n.wg.Wait()
-	if n.cfg.Socket != "-" {
-		_ = os.Remove(n.cfg.Socket)
+	n.removeSocket()
+	if err := n.host.Release(); err != nil {
+		errs = append(errs, fmt.Errorf("node: release the data folder: %w", err))
 	}
 	n.log.Info("node stopped")
 	return errors.Join(errs...)

@@ -149,16 +149,21 @@ func targetAt(t *testing.T, holder, maxSeen uint64) *transfer.Target {
 	return tg
 }
 
-// treeOf reads every regular file below dir.
+// treeOf maps every path below dir to its content (regular files) or its
+// type (folders, sockets, links), so a diff shows what was created.
 func treeOf(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || !fi.Mode().IsRegular() {
+		if err != nil {
 			return err
 		}
-		b, err := os.ReadFile(p)
 		rel, _ := filepath.Rel(dir, p)
+		if !fi.Mode().IsRegular() {
+			out[rel] = fi.Mode().Type().String() // folders, sockets, links: present, of this type
+			return nil
+		}
+		b, err := os.ReadFile(p)
 		out[rel] = string(b)
 		return err
 	})

@@ -558,6 +558,9 @@ func appendToFile(path, machine string, kind journal.Kind, epoch uint64, wallTim
 // appendToCapsule appends under the holder epoch, then commits the new
 // journal record in the manifest (journal before manifest: FORMAT §4).
 func appendToCapsule(dir, machine string, kind journal.Kind, wallTime string, body []byte) (journal.Event, error) {
+	if err := capsule.CheckHost(vfs.OS{}, dir); err != nil { // refused before the journal is touched
+		return journal.Event{}, err
+	}
 	c, err := capsule.Open(vfs.OS{}, dir, capsule.Config{Writer: manifest.Writer{Release: release, Commit: buildCommit()}})
 	if err != nil {
 		return journal.Event{}, err

@@ -253,3 +253,56 @@ func TestOneWriterAtATime(t *testing.T) {
 		t.Errorf("the journal holds %d events, want the 1 the first writer appended", got)
 	}
 }
+
+// TestImportChecksChain (FORMAT §3): Import chain-checks events sealed
+// elsewhere against the journal's heads before writing any of them: a gap
+// in a machine's chain, a prev that names another event, and an id that
+// does not match the content are each refused, and the file is unchanged.
+func TestImportChecksChain(t *testing.T) {
+	src := journal.NewWriter("src")
+	var tail []journal.Event
+	for i := 0; i < 3; i++ {
+		e, err := src.Next(journal.KindUser, 1, "", user(fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tail = append(tail, e)
+	}
+	wrongPrev := tail[1]
+	wrongPrev.Prev = tail[2].ID
+	if err := journal.Seal(&wrongPrev); err != nil {
+		t.Fatal(err)
+	}
+	badID := tail[1]
+	badID.Body = []byte(`{"text":"forged"}`)
+	tests := []struct {
+		name   string
+		events []journal.Event
+	}{
+		{"gap", tail[2:]},
+		{"prev names another event", []journal.Event{wrongPrev}},
+		{"id does not match the content", []journal.Event{badID}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			l := open(t, mem, 2)
+			defer l.Close()
+			if _, err := l.Import(tail[:1]); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := vfs.ReadFile(mem, jpath)
+			n, err := l.Import(tc.events)
+			if err == nil || n != 0 {
+				t.Fatalf("Import = %d, %v; want a refusal", n, err)
+			}
+			after, _ := vfs.ReadFile(mem, jpath)
+			if diff := cmp.Diff(string(before), string(after)); diff != "" {
+				t.Errorf("the refused import changed the file (-before +after):\n%s", diff)
+			}
+			if got := l.Summary().Events; got != 1 {
+				t.Errorf("the journal holds %d events, want 1", got)
+			}
+		})
+	}
+}
