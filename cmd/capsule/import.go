@@ -45,10 +45,7 @@ into the same DIR.
 
 With --allowed-signers and --identity the archive must also carry a
 manifest.json.sig made by a key the allowed_signers file lists for that
-identity (the format of ssh-keygen's ALLOWED SIGNERS).
-
-Exit status: 1 if the archive or the capsule in it was refused (every problem
-is printed), 2 for a usage error or a DIR that is in the way, 3 otherwise.`,
+identity (the format of ssh-keygen's ALLOWED SIGNERS).`,
 		Example: `  capsule import agent.capsule.tar -o ./agent
   capsule import agent.capsule.tar.zst -o ./agent --allowed-signers ./allowed_signers --identity ops@example.com
   ssh host capsule export ./agent -o - | capsule import - -o ./agent

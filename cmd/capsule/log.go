@@ -347,7 +347,7 @@ the id of the machine's previous event; clocks strictly increase and epochs
 never decrease along each machine's chain; the lines are in total order
 (clock, machine, seq). For a capsule folder it also checks that the committed
 prefix matches the manifest's journal record. Every problem is reported with
-its line and machine. Exit status 1 if there is any.`,
+its line and machine.`,
 		Example: `  capsule log verify ./agent
   capsule log verify ./agent/memory/timeline_events.jsonl --json`,
 		Args: cobra.ExactArgs(1),
@@ -700,7 +700,7 @@ func newLogMergeCmd() *cobra.Command {
 into OUT, a journal file written atomically: the set union of their events by
 id, verified and in total order (FORMAT §7.9). Both inputs must verify. Two
 different events at one (machine, seq) are a fork: the merge names both and
-writes nothing (exit status 1).`,
+writes nothing.`,
 		Example: `  capsule log merge ./laptop-copy ./server-copy -o merged.jsonl
   capsule log merge a.jsonl b.jsonl -o merged.jsonl && capsule log verify merged.jsonl`,
 		Args: cobra.ExactArgs(2),
