@@ -42,6 +42,9 @@ and renamed into place when complete.`,
 			bar := progress.New(os.Stderr, "checkout", -1, quiet)
 			st, err := c.Checkout(to, capsule.CheckoutConfig{Workers: workers, Progress: bar, Durable: durable})
 			bar.Finish()
+			if errors.Is(err, capsule.ErrCorrupt) {
+				return verifyError{err}
+			}
 			if err != nil {
 				return err
 			}

@@ -43,7 +43,7 @@ var exitDocs = map[string]exitDoc{
 	"export":         {verify: "the capsule failed verification (nothing written; --no-verify skips the check)", other: otherFile + "; a missing or unreadable signing key"},
 	"import":         {verify: "the archive or the capsule in it was refused (every problem printed)", other: otherFile + "; a missing or unreadable allowed-signers file (a DIR in the way is 2)"},
 	"checkout":       {verify: "a blob does not match its digest (nothing left behind)", other: otherFile},
-	"gc":             {verify: "the capsule's snapshot does not read", other: otherFile + "; a node holds the capsule"},
+	"gc":             {verify: "the snapshot or the journal does not match the manifest (nothing removed)", other: otherFile + "; a node holds the capsule"},
 	"node":           {other: "the data folder is in use by another node, or any other error"},
 	"node id":        {other: otherFile},
 	"node peer add":  {other: otherFile},

@@ -78,7 +78,7 @@ func journalPath(p string) (path string, isCapsule bool, err error) {
 }
 
 func runLog(cmd *cobra.Command, target string, f logFlags) error {
-	path, _, err := journalPath(target)
+	path, isCapsule, err := journalPath(target)
 	if err != nil {
 		return err
 	}
@@ -97,8 +97,11 @@ func runLog(cmd *cobra.Command, target string, f logFlags) error {
 	if err != nil {
 		return err
 	}
+	if isCapsule {
+		probs = append(committedProblems(target, file), probs...)
+	}
 	if len(probs) > 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "capsule: warning: the journal has %d problem(s), first: %v (run capsule log verify)\n", len(probs), probs[0])
+		return logProblems(cmd.ErrOrStderr(), path, probs)
 	}
 	if !f.follow {
 		return nil
@@ -106,6 +109,44 @@ func runLog(cmd *cobra.Command, target string, f logFlags) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
 	return follow(ctx, path, wholeLines(file, info.Size()), p, 200*time.Millisecond)
+}
+
+// maxShown bounds the problems `capsule log` prints: a file that is not a
+// journal at all has one per line.
+const maxShown = 10
+
+// logProblems prints the journal's problems (the first maxShown of them)
+// and returns the verification error: the timeline above them is not to be
+// trusted.
+func logProblems(w io.Writer, path string, probs []journal.Problem) error {
+	for i, p := range probs {
+		if i == maxShown {
+			fmt.Fprintf(w, "... and %d more\n", len(probs)-maxShown)
+			break
+		}
+		fmt.Fprintf(w, "%s:%s\n", path, p)
+	}
+	if looksLikeArchive(path) {
+		fmt.Fprintf(w, "%s looks like a capsule archive: verify it (capsule verify) or import it (capsule import) and show the folder's journal\n", path)
+	}
+	return verifyError{fmt.Errorf("journal %s: %d problem(s); run capsule log verify", path, len(probs))}
+}
+
+// looksLikeArchive reports whether path is named or starts like a tar or
+// a zstd stream.
+func looksLikeArchive(path string) bool {
+	if strings.HasSuffix(path, ".tar") || strings.HasSuffix(path, ".tar.zst") {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	return bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd}) || n >= 262 && string(head[257:262]) == "ustar"
 }
 
 // wholeLines is the length of the file's first size bytes without an

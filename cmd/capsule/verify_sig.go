@@ -48,12 +48,14 @@ func (f sigFlags) trust() (archive.Trust, error) {
 	case f.allowedSigners == "" || f.identity == "":
 		return archive.Trust{}, usageError{errors.New("--allowed-signers and --identity go together")}
 	}
+	// A file that is missing or does not parse is exit 3, as a signing
+	// key for --sign is: the command was called right, the file is wrong.
 	b, err := os.ReadFile(f.allowedSigners)
 	if err != nil {
-		return archive.Trust{}, usageError{fmt.Errorf("--allowed-signers: %w", err)}
+		return archive.Trust{}, fmt.Errorf("--allowed-signers: %w", err)
 	}
 	if _, err := signature.ParseAllowedSigners(bytes.NewReader(b)); err != nil {
-		return archive.Trust{}, usageError{fmt.Errorf("--allowed-signers %s: %w", f.allowedSigners, err)}
+		return archive.Trust{}, fmt.Errorf("--allowed-signers %s: %w", f.allowedSigners, err)
 	}
 	return archive.Trust{AllowedSigners: b, Identity: f.identity}, nil
 }
