@@ -36,7 +36,7 @@ var exitDocs = map[string]exitDoc{
 	"inspect":        {other: otherFile},
 	"log":            {verify: "the journal has problems (not a journal, an archive, a broken chain, a committed prefix that does not match the manifest)", other: otherFile},
 	"log verify":     {verify: "the journal has problems (each printed)", other: otherFile},
-	"log append":     {other: otherFile + "; a node holds the journal"},
+	"log append":     {verify: "the journal is damaged (nothing appended)", other: otherFile + "; a node holds the journal"},
 	"log merge":      {verify: "an input does not verify, or the two copies fork", other: otherFile},
 	"log apply":      {verify: "the merged journal does not verify or does not extend the capsule's journal", other: otherFile + "; a node holds the capsule"},
 	"render":         {verify: "the journal does not decode", other: otherFile},

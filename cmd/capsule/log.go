@@ -50,14 +50,15 @@ the order is (clock, machine, seq).`,
   capsule log ./agent --follow          # keep printing new events (Ctrl-C stops)
   capsule log verify ./agent
   capsule log append ./agent --kind user --body '{"text":"hello"}'
-  capsule log merge ./copy-a ./copy-b -o merged.jsonl`,
+  capsule log merge ./copy-a ./copy-b -o merged.jsonl
+  capsule log apply ./copy-a merged.jsonl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runLog(cmd, args[0], f) },
 	}
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the raw journal lines (JSONL)")
 	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "keep printing events as they are appended")
 	cmd.Flags().StringSliceVar(&f.kinds, "kind", nil, "show only events of this kind (repeatable or comma-separated)")
-	cmd.AddCommand(newLogVerifyCmd(), newLogAppendCmd(), newLogMergeCmd())
+	cmd.AddCommand(newLogVerifyCmd(), newLogAppendCmd(), newLogMergeCmd(), newLogApplyCmd())
 	return cmd
 }
 
@@ -552,6 +553,9 @@ func runLogAppend(cmd *cobra.Command, target string, f appendFlags) error {
 		e, err = appendToCapsule(target, machine, journal.Kind(f.kind), wallTime, body)
 	} else {
 		e, err = appendToFile(path, machine, journal.Kind(f.kind), f.epoch, wallTime, body)
+	}
+	if errors.Is(err, journal.ErrInvalid) || errors.Is(err, logfile.ErrShort) {
+		return verifyError{err} // a damaged journal: nothing was appended
 	}
 	if err != nil {
 		return err

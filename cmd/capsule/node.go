@@ -67,7 +67,6 @@ func probeSocket(sock string) error {
 	return conn.Close()
 }
 
-
 func newNodeCmd() *cobra.Command {
 	var o struct {
 		data, listen, metrics, logFormat string
