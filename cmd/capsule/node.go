@@ -205,6 +205,9 @@ func withPeers(dir string, online func(*api.LocalClient) error, offline func(*no
 	if sock := filepath.Join(dir, node.SocketFile); probeSocket(sock) == nil {
 		return online(api.NewLocalClient(sock))
 	}
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("data folder: %w (capsule node id --data %s creates it)", err, dir)
+	}
 	p, err := node.OpenPeers(vfs.OS{}, dir)
 	if err != nil {
 		return err
