@@ -122,6 +122,9 @@ func runExport(cmd *cobra.Command, dir string, f exportFlags) error {
 	cfg := exportConfig(f, signer)
 	bar := progress.New(os.Stderr, "export", -1, f.quiet)
 	cfg.Progress = bar
+	ctx, stop := interruptible(cmd)
+	defer stop()
+	cfg.Context = ctx
 	var res *archive.ExportResult
 	if f.out == "-" {
 		res, err = archive.Export(vfs.OS{}, dir, os.Stdout, cfg)
@@ -129,6 +132,9 @@ func runExport(cmd *cobra.Command, dir string, f exportFlags) error {
 		res, err = archive.ExportFile(vfs.OS{}, dir, f.out, cfg)
 	}
 	bar.Finish()
+	if ctx.Err() != nil {
+		return fmt.Errorf("export %s: interrupted; the partial archive was removed", dir)
+	}
 	if err != nil {
 		return err
 	}

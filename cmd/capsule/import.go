@@ -78,12 +78,18 @@ func runImport(cmd *cobra.Command, file string, f importFlags) error {
 	}
 	defer in.Close()
 	bar := progress.New(os.Stderr, "import", size, f.quiet)
+	ctx, stop := interruptible(cmd)
+	defer stop()
 	res, err := archive.Import(vfs.OS{}, bar.Reader(in), f.out, archive.ImportConfig{
-		Limits: limits,
-		Verify: capsuleVerifier(archiveVerifyOptions(), f.quiet),
-		Trust:  trust,
+		Limits:  limits,
+		Verify:  capsuleVerifier(archiveVerifyOptions(), f.quiet),
+		Trust:   trust,
+		Context: ctx,
 	})
 	bar.Finish()
+	if ctx.Err() != nil {
+		return fmt.Errorf("import %s: interrupted; the staging folder was removed and %s not created", file, f.out)
+	}
 	if err != nil {
 		return importError(cmd.OutOrStdout(), file, err, f.json)
 	}

@@ -7,11 +7,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -72,6 +75,17 @@ func run(args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "capsule:", err)
 	return exitCode(err)
+}
+
+// interruptible returns the command's context, canceled on SIGINT or
+// SIGTERM, so a long command stops and removes what it was writing; the
+// returned function restores the default handling of both signals.
+func interruptible(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }
 
 // usageError marks a mistake in how the command was called.
