@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -80,7 +81,7 @@ func runImport(cmd *cobra.Command, file string, f importFlags) error {
 	bar := progress.New(os.Stderr, "import", size, f.quiet)
 	ctx, stop := interruptible(cmd)
 	defer stop()
-	res, err := archive.Import(vfs.OS{}, bar.Reader(in), f.out, archive.ImportConfig{
+	res, err := archive.Import(vfs.OS{}, bar.Reader(&cancelReader{ctx: ctx, r: in}), f.out, archive.ImportConfig{
 		Limits:  limits,
 		Verify:  capsuleVerifier(archiveVerifyOptions(), f.quiet),
 		Trust:   trust,
@@ -216,4 +217,45 @@ func parseByteSize(s string) (int64, error) {
 		return int64(v * u.mult), nil
 	}
 	return 0, fmt.Errorf("%q is not a size like 16GiB", s)
+}
+
+// cancelReader returns from a Read as soon as ctx is done, even while the
+// read it started still waits (on a pipe that sends nothing), so an
+// interrupted import stops at once. The waiting read fills a buffer of its
+// own, never the caller's.
+type cancelReader struct {
+	ctx     context.Context
+	r       io.Reader
+	pending chan readResult // a read in flight, or nil
+	buf     []byte          // the buffer of the reads
+}
+
+type readResult struct {
+	b   []byte
+	err error
+}
+
+func (c *cancelReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if c.pending == nil {
+		ch := make(chan readResult, 1)
+		if cap(c.buf) < len(p) {
+			c.buf = make([]byte, len(p))
+		}
+		buf := c.buf[:len(p)] // free again once the read is collected
+		go func() {
+			n, err := c.r.Read(buf)
+			ch <- readResult{buf[:n], err}
+		}()
+		c.pending = ch
+	}
+	select {
+	case res := <-c.pending:
+		c.pending = nil
+		return copy(p, res.b), res.err
+	case <-c.ctx.Done():
+		return 0, c.ctx.Err()
+	}
 }
