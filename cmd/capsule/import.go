@@ -83,7 +83,7 @@ func runImport(cmd *cobra.Command, file string, f importFlags) error {
 	defer stop()
 	res, err := archive.Import(vfs.OS{}, bar.Reader(&cancelReader{ctx: ctx, r: in}), f.out, archive.ImportConfig{
 		Limits:  limits,
-		Verify:  capsuleVerifier(archiveVerifyOptions(), f.quiet),
+		Verify:  capsuleVerifier(archiveVerifyOptions(), f.quiet, bar),
 		Trust:   trust,
 		Context: ctx,
 	})

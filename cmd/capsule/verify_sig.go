@@ -105,9 +105,11 @@ func archiveVerifyOptions() capsule.VerifyOptions {
 }
 
 // capsuleVerifier adapts capsule.Verify to archive.Verifier; it shows its
-// own progress bar for the hashing pass.
-func capsuleVerifier(opts capsule.VerifyOptions, quiet bool) archive.Verifier {
+// own progress bar for the hashing pass, after ending the bar of the
+// unpacking (outer, which may be nil), whose work is done by then.
+func capsuleVerifier(opts capsule.VerifyOptions, quiet bool, outer *progress.Bar) archive.Verifier {
 	return func(fsys vfs.FS, dir string) ([]archive.Problem, error) {
+		outer.Finish()
 		bar := progress.New(os.Stderr, "verify", -1, quiet)
 		defer bar.Finish()
 		if opts.Progress == nil {
@@ -141,7 +143,7 @@ func runVerifyArchive(cmd *cobra.Command, path string, t archive.Trust, asJSON, 
 	}
 	bar := progress.New(os.Stderr, "unpack", size, quiet)
 	rep, err := archive.VerifyReader(vfs.OS{}, bar.Reader(f), archive.VerifyConfig{
-		Verify: capsuleVerifier(archiveVerifyOptions(), quiet),
+		Verify: capsuleVerifier(archiveVerifyOptions(), quiet, bar),
 		Trust:  t,
 	})
 	bar.Finish()
