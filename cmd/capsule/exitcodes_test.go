@@ -92,6 +92,7 @@ func exitCases(f exitFixture, scratch func() string) map[string]exitCase {
 		"gc":             {missing: []string{"gc", nope()}, usage: []string{"gc"}, tampered: []string{"gc", copyOf(f.bad, scratch)}, tamperedCode: 1},
 		// node and node id create a missing data folder, as documented.
 		"node":           {usage: []string{"node", "extra"}},
+		"node wait":      {missing: []string{"node", "wait", "--data", nope(), "--timeout", "100ms"}, usage: []string{"node", "wait", "extra"}},
 		"node id":        {usage: []string{"node", "id", "extra"}},
 		"node peer add":  {missing: []string{"node", "peer", "add", peer, "127.0.0.1:1", "--data", nope()}, usage: []string{"node", "peer", "add", "not-a-node-id", "127.0.0.1:1", "--data", scratch()}},
 		"node peer list": {missing: []string{"node", "peer", "list", "--data", nope()}, usage: []string{"node", "peer", "list", "extra"}},

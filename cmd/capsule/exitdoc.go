@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -45,6 +46,7 @@ var exitDocs = map[string]exitDoc{
 	"checkout":       {verify: "a blob does not match its digest (nothing left behind)", other: otherFile},
 	"gc":             {verify: "the snapshot or the journal does not match the manifest (nothing removed)", other: otherFile + "; a node holds the capsule"},
 	"node":           {other: "the data folder is in use by another node, or any other error"},
+	"node wait":      {other: "no node answered before --timeout"},
 	"node id":        {other: otherFile},
 	"node peer add":  {other: otherFile},
 	"node peer list": {other: otherFile},
@@ -92,4 +94,25 @@ func walk(c *cobra.Command, f func(*cobra.Command)) {
 	for _, s := range c.Commands() {
 		walk(s, f)
 	}
+}
+
+// exitTable is the README's table of exit codes, one row per verb; the
+// README test checks the README holds it as it is.
+func exitTable() string {
+	names := make([]string, 0, len(exitDocs))
+	for n := range exitDocs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("| verb | 1 means | 3 means |\n|---|---|---|\n")
+	for _, n := range names {
+		d := exitDocs[n]
+		one := d.verify
+		if one == "" {
+			one = "(never)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", n, one, d.other)
+	}
+	return b.String()
 }

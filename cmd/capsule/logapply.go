@@ -128,19 +128,19 @@ func checkSuperset(m *manifest.Manifest, old, merged []journal.Event, file strin
 			return verifyError{fmt.Errorf("%s: event %s is under epoch %d, above the capsule's holder epoch %d", file, short(e.ID), e.Epoch, m.Holder.Epoch)}
 		}
 	}
-	missing := 0
+	missing := map[string]bool{}
 	for _, e := range old {
 		if !have[e.ID] {
-			missing++
+			missing[e.ID] = true
 		}
 	}
 	for _, h := range m.Journal.Heads {
 		if !have[h.ID] {
-			missing++
+			missing[h.ID] = true
 		}
 	}
-	if missing > 0 {
-		return verifyError{fmt.Errorf("%s lacks %d event(s) of the capsule's journal: merge the capsule into it first (capsule log merge)", file, missing)}
+	if len(missing) > 0 {
+		return verifyError{fmt.Errorf("%s lacks %d event(s) of the capsule's journal: merge the capsule into it first (capsule log merge)", file, len(missing))}
 	}
 	return nil
 }

@@ -110,7 +110,7 @@ exits; agents that were running start again on the next start.`,
 	c.Flags().StringVar(&o.metrics, "metrics", "", "serve /metrics, /healthz and /readyz on this address (off by default)")
 	c.Flags().StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	c.Flags().DurationVar(&o.step, "step-interval", 50*time.Millisecond, "pause between steps of the built-in runner")
-	c.AddCommand(newNodeIDCmd(), newPeerCmd())
+	c.AddCommand(newNodeIDCmd(), newNodeWaitCmd(), newPeerCmd())
 	return c
 }
 
@@ -179,6 +179,58 @@ add this node as a peer with its address.`,
 	dataFlag(c, &data)
 	c.Flags().BoolVar(&asJSON, "json", false, `print {"node": ID, "data": DIR}`)
 	return c
+}
+
+func newNodeWaitCmd() *cobra.Command {
+	var data string
+	var timeout time.Duration
+	c := &cobra.Command{
+		Use:   "wait",
+		Short: "Wait until the node on --data answers (for scripts that start one in the background)",
+		Long: `Wait until a node serves on the data folder: its socket accepts a connection
+and the node answers with its ID, which is printed. It gives up after
+--timeout with the reason.`,
+		Example: `  capsule node --data ~/capsule-a > node-a.log 2>&1 &
+  capsule node wait --data ~/capsule-a`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := needData(data); err != nil {
+				return err
+			}
+			info, err := waitNode(cmd.Context(), data, timeout)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), info.ID)
+			return nil
+		},
+	}
+	dataFlag(c, &data)
+	c.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait")
+	return c
+}
+
+// waitNode polls the node on dir until it answers or timeout passes.
+func waitNode(ctx context.Context, dir string, timeout time.Duration) (api.NodeInfo, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		cl, err := localClient(dir)
+		if err == nil {
+			info, ierr := cl.Info(ctx)
+			if ierr == nil {
+				return info, nil
+			}
+			err = ierr
+		}
+		if time.Now().After(deadline) {
+			return api.NodeInfo{}, fmt.Errorf("node wait: no answer after %v: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return api.NodeInfo{}, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func newPeerCmd() *cobra.Command {
