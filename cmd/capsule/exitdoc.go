@@ -71,7 +71,7 @@ func documentExits(root *cobra.Command) {
 		if !ok || !c.Runnable() {
 			return
 		}
-		c.Long = strings.TrimRight(c.Long, "\n") + "\n\n" + d.text()
+		c.Long = strings.TrimRight(c.Long, "\n") + "\n\n" + wrap(d.text(), 78)
 	})
 }
 
@@ -81,6 +81,26 @@ func (d exitDoc) text() string {
 		s += "; 1 " + d.verify
 	}
 	return s + fmt.Sprintf("; 2 usage error (bad flags or arguments, a malformed node ID); 3 %s.", d.other)
+}
+
+// wrap breaks s into lines of at most width columns, at spaces.
+func wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(s) {
+		switch {
+		case i == 0:
+		case n+1+len(w) > width:
+			b.WriteByte('\n')
+			n = 0
+		default:
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
 }
 
 // verbPath is c's command path without the root's name.
