@@ -23,7 +23,7 @@ const throttle = 100 * time.Millisecond
 const tick = 250 * time.Millisecond
 
 // DefaultClosing is the closing phase's label of a bar that was given none.
-const DefaultClosing = "syncing to disk"
+const DefaultClosing = "finishing"
 
 // Bar is a byte progress bar showing bytes done, total, rate and ETA, in
 // binary units (KiB, MiB, GiB) like every summary of the CLI. When the

@@ -121,6 +121,7 @@ func runExport(cmd *cobra.Command, dir string, f exportFlags) error {
 	}
 	cfg := exportConfig(f, signer)
 	bar := progress.New(os.Stderr, "export", -1, f.quiet)
+	bar.Closing("syncing the archive to disk")
 	cfg.Progress = bar
 	ctx, stop := interruptible(cmd)
 	defer stop()
@@ -221,6 +222,7 @@ func checkAgainst(m *manifest.Manifest, name string, size int64, d digest.Digest
 // verifyBeforeExport runs the folder verification and prints its problems.
 func verifyBeforeExport(cmd *cobra.Command, dir string, quiet bool) error {
 	bar := progress.New(os.Stderr, "verify", -1, quiet)
+	bar.Closing("checking references")
 	opts := archiveVerifyOptions()
 	opts.Progress = bar
 	rep, err := capsule.Verify(vfs.OS{}, dir, opts)

@@ -79,6 +79,7 @@ func runImport(cmd *cobra.Command, file string, f importFlags) error {
 	}
 	defer in.Close()
 	bar := progress.New(os.Stderr, "import", size, f.quiet)
+	bar.Closing("syncing the unpacked files")
 	ctx, stop := interruptible(cmd)
 	defer stop()
 	res, err := archive.Import(vfs.OS{}, bar.Reader(&cancelReader{ctx: ctx, r: in}), f.out, archive.ImportConfig{

@@ -61,6 +61,7 @@ func runVerify(cmd *cobra.Command, path string, f verifyFlags) error {
 		return runVerifyArchive(cmd, path, trust, f.json, f.quiet)
 	}
 	bar := progress.New(os.Stderr, "verify", -1, f.quiet)
+	bar.Closing("checking references")
 	rep, err := capsule.Verify(vfs.OS{}, path, capsule.VerifyOptions{
 		JournalTail: JournalTailCheck,
 		Signature:   signatureCheck(trust),

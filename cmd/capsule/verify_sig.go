@@ -111,6 +111,7 @@ func capsuleVerifier(opts capsule.VerifyOptions, quiet bool, outer *progress.Bar
 	return func(fsys vfs.FS, dir string) ([]archive.Problem, error) {
 		outer.Finish()
 		bar := progress.New(os.Stderr, "verify", -1, quiet)
+		bar.Closing("checking references")
 		defer bar.Finish()
 		if opts.Progress == nil {
 			opts.Progress = bar
@@ -142,6 +143,7 @@ func runVerifyArchive(cmd *cobra.Command, path string, t archive.Trust, asJSON, 
 		size = fi.Size()
 	}
 	bar := progress.New(os.Stderr, "unpack", size, quiet)
+	bar.Closing("finishing the unpack")
 	rep, err := archive.VerifyReader(vfs.OS{}, bar.Reader(f), archive.VerifyConfig{
 		Verify: capsuleVerifier(archiveVerifyOptions(), quiet, bar),
 		Trust:  t,
