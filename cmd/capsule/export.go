@@ -133,6 +133,9 @@ func runExport(cmd *cobra.Command, dir string, f exportFlags) error {
 		res, err = archive.ExportFile(vfs.OS{}, dir, f.out, cfg)
 	}
 	bar.Finish()
+	if ctx.Err() != nil && f.out == "-" {
+		return fmt.Errorf("export %s: interrupted; standard output holds a partial archive", dir)
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("export %s: interrupted; the partial archive was removed", dir)
 	}
