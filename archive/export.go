@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -57,6 +58,10 @@ type ExportConfig struct {
 	Skip func(name string) bool
 	// Progress, if set, receives the content bytes written.
 	Progress Progress
+	// Context, if set, stops the export at its next write once it is done
+	// (the command cancels it on SIGINT and SIGTERM); ExportFile then
+	// removes its temporary file.
+	Context context.Context
 }
 
 // ExportResult describes a finished export.
@@ -112,6 +117,9 @@ func Export(fsys vfs.FS, dir string, w io.Writer, cfg ExportConfig) (*ExportResu
 	if t, ok := cfg.Progress.(totaler); ok {
 		t.SetTotal(totalSize(entries))
 	}
+	if cfg.Context != nil {
+		w = ctxWriter{ctx: cfg.Context, w: w}
+	}
 	cw := &countWriter{w: w}
 	err = writeStream(fsys, dir, cw, entries, cfg, res)
 	res.Written = cw.n
@@ -131,10 +139,12 @@ func ExportFile(fsys vfs.FS, dir, out string, cfg ExportConfig) (*ExportResult, 
 	if inside(dir, out) {
 		return nil, fmt.Errorf("export %s: output %s is inside the capsule folder", dir, out)
 	}
+	removeStaleTemps(fsys, out)
 	tmp, err := tempName(out)
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", dir, err)
 	}
+	defer claim(tmp)()
 	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("export %s: %w", dir, err)
@@ -173,13 +183,33 @@ func exportTo(fsys vfs.FS, dir string, f vfs.File, cfg ExportConfig) (*ExportRes
 }
 
 // tempName returns a fresh temporary name beside out, recognisable by
-// vfs.TempPrefix.
+// vfs.TempPrefix and carrying this process's PID (owner.go).
 func tempName(out string) (string, error) {
 	var rnd [6]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return "", err
 	}
-	return filepath.Join(filepath.Dir(out), vfs.TempPrefix+filepath.Base(out)+"-"+hex.EncodeToString(rnd[:])), nil
+	return filepath.Join(filepath.Dir(out), ownedName(tempStem(out), hex.EncodeToString(rnd[:]))), nil
+}
+
+func tempStem(out string) string { return vfs.TempPrefix + filepath.Base(out) + "-" }
+
+// removeStaleTemps removes the temporary files that interrupted exports to
+// out left behind, when it can prove them stale (owner.go). It is best
+// effort: a failure only leaves litter.
+func removeStaleTemps(fsys vfs.FS, out string) {
+	dir := filepath.Dir(out)
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	stem := tempStem(out)
+	for _, e := range ents {
+		full := filepath.Join(dir, e.Name())
+		if e.Type().IsRegular() && staleOwned(e.Name(), stem, full) {
+			_ = fsys.Remove(full)
+		}
+	}
 }
 
 // inside reports whether path p lies in or at dir (relative paths are

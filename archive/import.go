@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
-	"strings"
 
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -34,6 +34,10 @@ type ImportConfig struct {
 	Trust Trust
 	// Progress, if set, receives the content bytes written.
 	Progress Progress
+	// Context, if set, stops the import at its next read once it is done
+	// (the command cancels it on SIGINT and SIGTERM) and before and after
+	// verification; the staging folder is then removed.
+	Context context.Context
 }
 
 // ImportResult describes a finished import.
@@ -67,7 +71,8 @@ func ImportFile(fsys vfs.FS, path, dir string, cfg ImportConfig) (*ImportResult,
 //
 // After a crash at any point dir is either absent (or the empty directory
 // it was), or complete and verified; a leftover staging folder carries
-// StagingPrefix and is removed by the next import into dir.
+// StagingPrefix and the PID of its import, and the next import into dir
+// removes it once that import is provably gone (owner.go).
 func Import(fsys vfs.FS, r io.Reader, dir string, cfg ImportConfig) (*ImportResult, error) {
 	if cfg.Verify == nil {
 		return nil, ErrNoVerifier
@@ -81,6 +86,10 @@ func Import(fsys vfs.FS, r io.Reader, dir string, cfg ImportConfig) (*ImportResu
 	staging, err := makeStaging(fsys, parent, base)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", dir, err)
+	}
+	defer claim(staging)()
+	if cfg.Context != nil {
+		r = ctxReader{ctx: cfg.Context, r: r}
 	}
 	res, err := importInto(fsys, r, staging, cfg)
 	if err != nil {
@@ -107,12 +116,22 @@ func importInto(fsys vfs.FS, r io.Reader, staging string, cfg ImportConfig) (*Im
 	}
 	defer closeFn()
 	x := newExtractor(fsys, staging, lim, false, true, cfg.Progress)
+	ctx := orBackground(cfg.Context)
 	if err := x.run(src); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	problems, err := cfg.Verify(fsys, staging)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	st, err := CheckSignature(fsys, staging, cfg.Trust)
 	if err != nil {
@@ -163,21 +182,23 @@ func stagingStem(base string) string {
 	return StagingPrefix + hex.EncodeToString(sum[:6]) + "-"
 }
 
-// makeStaging creates a fresh staging folder beside the destination.
+// makeStaging creates a fresh staging folder beside the destination,
+// named with this process's PID.
 func makeStaging(fsys vfs.FS, parent, base string) (string, error) {
 	var rnd [6]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return "", err
 	}
-	staging := filepath.Join(parent, stagingStem(base)+hex.EncodeToString(rnd[:]))
+	staging := filepath.Join(parent, ownedName(stagingStem(base), hex.EncodeToString(rnd[:])))
 	if err := fsys.Mkdir(staging, DirMode); err != nil {
 		return "", err
 	}
 	return staging, nil
 }
 
-// removeStaging removes the staging folders a crashed import into
-// parent/base left behind. It is best effort: a failure only leaves litter.
+// removeStaging removes the staging folders that crashed or interrupted
+// imports into parent/base left behind, when it can prove them stale
+// (owner.go). It is best effort: a failure only leaves litter.
 func removeStaging(fsys vfs.FS, parent, base string) {
 	ents, err := fsys.ReadDir(parent)
 	if err != nil {
@@ -185,8 +206,9 @@ func removeStaging(fsys vfs.FS, parent, base string) {
 	}
 	stem := stagingStem(base)
 	for _, e := range ents {
-		if rest, ok := strings.CutPrefix(e.Name(), stem); ok && len(rest) == 12 && e.IsDir() {
-			_ = fsys.RemoveAll(filepath.Join(parent, e.Name()))
+		full := filepath.Join(parent, e.Name())
+		if e.IsDir() && staleOwned(e.Name(), stem, full) {
+			_ = fsys.RemoveAll(full)
 		}
 	}
 }

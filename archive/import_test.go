@@ -3,6 +3,7 @@ package archive
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -144,24 +145,36 @@ func TestImportVerifierRefuses(t *testing.T) {
 }
 
 // TestImportRemovesOldStaging: leftovers of a crashed import into the same
-// destination go; another destination's staging folder stays.
+// destination go when provably stale (a PID that runs no process, or this
+// process's PID on a name not in use here); a running import's folder,
+// a name without a PID and another destination's folder stay.
 func TestImportRemovesOldStaging(t *testing.T) {
 	mem := memWith(t)
 	archive := exportBytes(t, mem, "/src", ExportConfig{})
-	mine := "/" + stagingStem("agent") + "0123456789ab"
-	theirs := "/" + stagingStem("agent-2") + "0123456789ab"
-	mustWrite(t, mem, mine+"/manifest.json", "half")
-	mustWrite(t, mem, theirs+"/manifest.json", "half")
+	stem := "/" + stagingStem("agent")
+	dead := stem + "p" + strconv.Itoa(deadPID) + "-0123456789ab"
+	ours := ownedName(stem, "0123456789ab")
+	live := stem + "p1-0123456789ab" // init runs
+	legacy := stem + "0123456789ab"  // no PID: cannot be proven stale
+	theirs := "/" + stagingStem("agent-2") + "p" + strconv.Itoa(deadPID) + "-0123456789ab"
+	for _, d := range []string{dead, ours, live, legacy, theirs} {
+		mustWrite(t, mem, d+"/manifest.json", "half")
+	}
 	if _, err := importBytes(mem, archive, "/agent", ImportConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mem.Stat(mine); err == nil {
-		t.Errorf("%s is still there", mine)
-	}
-	if _, err := mem.Stat(theirs); err != nil {
-		t.Errorf("%s was removed: %v", theirs, err)
+	for _, c := range []struct {
+		dir  string
+		gone bool
+	}{{dead, true}, {ours, true}, {live, false}, {legacy, false}, {theirs, false}} {
+		if _, err := mem.Stat(c.dir); (err != nil) != c.gone {
+			t.Errorf("%s: removed = %v, want %v", c.dir, err != nil, c.gone)
+		}
 	}
 }
+
+// deadPID is above Linux's largest PID (2^22): no process has it.
+const deadPID = 1 << 23
 
 // TestImportCrash: a power loss at any durable step of an import leaves
 // either no destination (staging litter allowed) or the complete, verified

@@ -18,17 +18,32 @@ import (
 // throttle is the shortest interval between two redraws.
 const throttle = 100 * time.Millisecond
 
-// Bar is a byte progress bar showing bytes done, total, rate and ETA. A Bar
-// that is not drawn (quiet, or not a terminal) and a nil *Bar accept every
-// call and do nothing. A Bar is safe for concurrent use.
-type Bar struct {
-	w  io.Writer
-	pb *progressbar.ProgressBar // nil for a bar that draws nothing
+// tick is how often a bar in its closing phase redraws, so its elapsed
+// time keeps counting.
+const tick = 250 * time.Millisecond
 
-	mu       sync.Mutex
-	n        int64 // bytes counted so far
-	total    int64 // <= 0: unknown
-	finished bool
+// DefaultClosing is the closing phase's label of a bar that was given none.
+const DefaultClosing = "finishing"
+
+// Bar is a byte progress bar showing bytes done, total, rate and ETA, in
+// binary units (KiB, MiB, GiB) like every summary of the CLI. When the
+// count reaches a known total before Finish, the work left is making it
+// durable: the bar says so (Closing sets the words) and keeps its elapsed
+// time running, rather than sitting at 100 % in silence. A Bar that is not
+// drawn (quiet, or not a terminal) and a nil *Bar accept every call and do
+// nothing. A Bar is safe for concurrent use.
+type Bar struct {
+	w     io.Writer
+	pb    *progressbar.ProgressBar // nil for a bar that draws nothing
+	label string
+
+	mu         sync.Mutex
+	n          int64 // bytes counted so far
+	total      int64 // <= 0: unknown
+	closing    string
+	closed     chan struct{} // closed by Finish once the closing phase ticks
+	closeStart time.Time
+	finished   bool
 }
 
 // New returns a bar that writes to w only if w is a terminal (an *os.File for
@@ -49,11 +64,12 @@ func isTerminal(w io.Writer) bool {
 
 // newBar returns a bar that draws on w, terminal or not.
 func newBar(w io.Writer, label string, total int64) *Bar {
-	b := &Bar{w: w, total: total}
+	b := &Bar{w: w, total: total, label: label, closing: DefaultClosing}
 	b.pb = progressbar.NewOptions64(pbMax(total),
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription(label),
 		progressbar.OptionShowBytes(true),
+		progressbar.OptionUseIECUnits(true),
 		progressbar.OptionShowTotalBytes(true),
 		progressbar.OptionShowCount(),
 		progressbar.OptionSetRenderBlankState(true), // starts the clock, so the first rate is sane
@@ -89,6 +105,54 @@ func (b *Bar) Add(n int64) {
 	}
 	b.n += n
 	_ = b.pb.Add64(n) // errors only report a count past the total; the bar then stays full
+	if b.total > 0 && b.n >= b.total && b.closed == nil {
+		b.startClosing()
+	}
+}
+
+// Closing sets the words shown once the count reaches the total, for the
+// phase that follows (e.g. "storing new blobs and syncing them").
+func (b *Bar) Closing(what string) {
+	if !b.drawn() {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closing = what
+}
+
+// startClosing enters the closing phase: the full bar has ended its line,
+// and a status line below it counts the seconds until Finish. Caller
+// holds b.mu.
+func (b *Bar) startClosing() {
+	b.closed = make(chan struct{})
+	b.closeStart = time.Now()
+	b.drawClosing("")
+	go b.tickClosing(b.closed)
+}
+
+// drawClosing redraws the status line of the closing phase; end, if not
+// empty, ends it. Caller holds b.mu.
+func (b *Bar) drawClosing(end string) {
+	secs := time.Since(b.closeStart).Seconds()
+	fmt.Fprintf(b.w, "\r\033[K%s: %s... %.0fs%s", b.label, b.closing, secs, end)
+}
+
+func (b *Bar) tickClosing(done <-chan struct{}) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			b.mu.Lock()
+			if !b.finished {
+				b.drawClosing("")
+			}
+			b.mu.Unlock()
+		}
+	}
 }
 
 // SetTotal changes the total, for a size learned late; below zero means
@@ -133,6 +197,11 @@ func (b *Bar) Finish() {
 		return
 	}
 	b.finished = true
+	if b.closed != nil { // the bar itself completed when the count reached the total
+		close(b.closed)
+		b.drawClosing(", done\n")
+		return
+	}
 	if b.total > 0 && b.n < b.total {
 		_ = b.pb.Exit()
 		return

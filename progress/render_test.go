@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // last returns the last frame drawn: the text after the final carriage
@@ -15,8 +16,20 @@ func last(out string) string {
 	return out[strings.LastIndex(out, "\r")+1:]
 }
 
+// lastBar returns the last frame of the bar itself, before any closing
+// phase's status line.
+func lastBar(out string) string {
+	if i := strings.Index(out, "\r\033[K"); i >= 0 {
+		out = out[:i]
+	}
+	return last(out)
+}
+
+// decimalRe matches sizes in decimal units, which the bars must not use.
+var decimalRe = regexp.MustCompile(`[0-9] ?[kMGT]B\b`)
+
 var (
-	rateRe = regexp.MustCompile(`[0-9.]+ [kMGT]?B/s`)
+	rateRe = regexp.MustCompile(`[0-9.]+ [KMGT]?i?B/s`)
 	etaRe  = regexp.MustCompile(`\[[0-9hms]+:[0-9hms]+\]`)
 )
 
@@ -25,14 +38,17 @@ func TestBarShowsBytesRateETA(t *testing.T) {
 	b := newBar(&buf, "export", 2<<20)
 	b.Add(1 << 20)
 	first := buf.String()
-	if !strings.Contains(first, "export") || !strings.Contains(first, "/2.1 MB") || !etaRe.MatchString(first) {
+	if !strings.Contains(first, "export") || !strings.Contains(first, "/2.0 MiB") || !etaRe.MatchString(first) {
 		t.Errorf("frames before the end = %q, want label, bytes of total and an [elapsed:left] ETA", first)
 	}
 	b.Add(1 << 20)
 	b.Finish()
-	end := last(buf.String())
-	if !strings.Contains(end, "100%") || !strings.Contains(end, "2.1/2.1 MB") || !rateRe.MatchString(end) {
-		t.Errorf("final frame = %q, want 100%%, 2.1/2.1 MB and a rate", end)
+	end := lastBar(buf.String())
+	if !strings.Contains(end, "100%") || !strings.Contains(end, "2.0/2.0 MiB") || !rateRe.MatchString(end) {
+		t.Errorf("final frame = %q, want 100%%, 2.0/2.0 MiB and a rate", end)
+	}
+	if decimalRe.MatchString(buf.String()) {
+		t.Errorf("the bar uses decimal units: %q", buf.String())
 	}
 	if !strings.HasSuffix(buf.String(), "\n") {
 		t.Errorf("Finish must end the line: %q", buf.String())
@@ -59,14 +75,14 @@ func TestBarUnknownTotal(t *testing.T) {
 	b.SetTotal(4 << 20)
 	b.Add(1 << 20)
 	b.Finish()
-	if end := last(buf.String()); !strings.Contains(end, "4.2/4.2 MB") || !strings.Contains(end, "100%") {
-		t.Errorf("final frame after SetTotal = %q, want 4.2/4.2 MB at 100%%", end)
+	if end := lastBar(buf.String()); !strings.Contains(end, "4.0/4.0 MiB") || !strings.Contains(end, "100%") {
+		t.Errorf("final frame after SetTotal = %q, want 4.0/4.0 MiB at 100%%", end)
 	}
 }
 
 func TestBarConcurrentAdds(t *testing.T) {
 	var buf syncBuffer
-	b := newBar(&buf, "snapshot", 64*1000)
+	b := newBar(&buf, "snapshot", 8*1000*8)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
@@ -79,8 +95,30 @@ func TestBarConcurrentAdds(t *testing.T) {
 	}
 	wg.Wait()
 	b.Finish()
-	if end := last(buf.String()); !strings.Contains(end, "64/64 kB") {
-		t.Errorf("final frame = %q, want 64/64 kB", end)
+	if end := lastBar(buf.String()); !strings.Contains(end, "62/62 KiB") { // 64,000 bytes
+		t.Errorf("final frame = %q, want 62/62 KiB", end)
+	}
+}
+
+// TestBarClosingPhase: between the count reaching its total and Finish the
+// bar says what it is doing and counts the seconds, then ends the line.
+func TestBarClosingPhase(t *testing.T) {
+	var buf syncBuffer
+	b := newBar(&buf, "snapshot", 1<<20)
+	b.Closing("storing new blobs and syncing them")
+	b.Add(1 << 20)
+	time.Sleep(3 * tick)
+	during := last(buf.String())
+	if !strings.Contains(during, "snapshot: storing new blobs and syncing them... ") {
+		t.Errorf("at 100%% before Finish the bar shows %q, want the closing phase", during)
+	}
+	frames := strings.Count(buf.String(), "storing new blobs")
+	b.Finish()
+	if frames < 2 {
+		t.Errorf("the closing phase was drawn %d times in %v, want it to keep ticking", frames, 3*tick)
+	}
+	if out := buf.String(); !strings.HasSuffix(out, ", done\n") {
+		t.Errorf("Finish after the closing phase = %q, want it to end with \", done\\n\"", out)
 	}
 }
 

@@ -14,6 +14,14 @@ import (
 
 func init() { addCommand(newCheckoutCmd) }
 
+// checkoutClosing says what a checkout does once every byte is written.
+func checkoutClosing(durable bool) string {
+	if durable {
+		return "syncing files and directories, renaming into place"
+	}
+	return "renaming into place"
+}
+
 func newCheckoutCmd() *cobra.Command {
 	var to string
 	var workers int
@@ -40,8 +48,12 @@ and renamed into place when complete.`,
 				return err
 			}
 			bar := progress.New(os.Stderr, "checkout", -1, quiet)
+			bar.Closing(checkoutClosing(durable))
 			st, err := c.Checkout(to, capsule.CheckoutConfig{Workers: workers, Progress: bar, Durable: durable})
 			bar.Finish()
+			if errors.Is(err, capsule.ErrCorrupt) {
+				return verifyError{err}
+			}
 			if err != nil {
 				return err
 			}

@@ -22,6 +22,7 @@ type demoResult struct {
 	Agent       string           `json:"agent"`
 	StepsBefore uint64           `json:"steps_before_move"`
 	Move        api.MoveResult   `json:"move"`
+	Phases      []demoPhase      `json:"phases"`
 	StepsAfter  uint64           `json:"steps_after_move"`
 	Report      node.AgentReport `json:"report"`
 	DataDir     string           `json:"data_dir,omitempty"`
@@ -37,7 +38,15 @@ temporary folders, create an agent with a small workspace on the first, let
 it work, move it to the second while it works, and verify the capsule and
 the journal on the new holder: every digest, every hash chain, and the
 built-in runner's counter against the steps it journaled (no step lost, none
-run twice). It needs no network beyond loopback and no account.`,
+run twice). It needs no network beyond loopback and no account.
+
+What is simulated: the agent's work. No model is called. The node's
+built-in runner stands in for one: each step it counts in counter.txt, logs
+to steps.log and journals a tool call and its result. The agent names a
+model (ollama/llama3.2) only so that the target renders the journal into the
+request that model would get, as every move's prepare does; that request is
+measured and thrown away, never sent. The move itself is real: two nodes,
+mutual TLS, the two-phase commit, every byte counted.`,
 		Example: `  capsule demo
   capsule demo --json
   go run ./cmd/capsule demo`,
@@ -107,23 +116,27 @@ func runDemo(ctx context.Context, dir string, say func(string, ...any)) (demoRes
 		return res, err
 	}
 	res.Agent = st.ID
-	say("Created agent %s on A (epoch 1) from a 3-file workspace, for model %s/%s; it counts, logs and journals every step.", st.ID, demoModel.Provider, demoModel.Model)
+	say("Created agent %s on A (epoch 1) from a 3-file workspace.", st.ID)
+	say("Its work is simulated: no model is called. The built-in runner counts in counter.txt, logs each step and journals it as a tool call and result. The agent names %s/%s as its model only so that B renders the journal for it while preparing.", demoModel.Provider, demoModel.Model)
 	if res.StepsBefore, err = waitDemoSteps(ctx, a, st.ID, 20); err != nil {
 		return res, err
 	}
 	say("It has taken %d steps on A. Moving it to B while it works...", res.StepsBefore)
-	res.Move, err = a.Move(ctx, st.ID, api.MoveRequest{To: string(b.ID())}, func(p api.MoveProgress) {
-		say("  %-9s %6d bytes sent, %d blobs sent, %d skipped", p.Phase, p.BytesSent, p.BlobsSent, p.BlobsSkipped)
-	})
+	var phases phaseClock
+	res.Move, err = a.Move(ctx, st.ID, api.MoveRequest{To: string(b.ID())}, phases.observe)
 	if err != nil {
 		return res, err
 	}
+	res.Phases = phases.end()
 	m := res.Move
-	say("Move %s: %s at epoch %d. Frozen window %d ms (freeze on A to running on B), %d bytes sent, %d round trips while frozen, %d pre-copy rounds.",
-		m.MoveID, m.Outcome, m.Epoch, m.FrozenMS, m.BytesSent, m.RoundTripsFrozen, m.PrecopyRounds)
+	say("Move %s: %s at epoch %d, %s sent in all (%d blobs, %d skipped as already there), %d pre-copy rounds.",
+		m.MoveID, m.Outcome, m.Epoch, humanBytes(m.BytesSent), m.BlobsSent, m.BlobsSkipped, m.PrecopyRounds)
+	printPhases(say, res.Phases)
+	say("Frozen window: %d ms (freeze on A to running on B), %s sent inside it, %d round trips while frozen; the rest was pre-copied while the agent ran.",
+		m.FrozenMS, humanBytes(m.WindowBytes), m.RoundTripsFrozen)
 	if r := m.Render; r != nil && r.Note == "" {
-		say("B prepared it by rendering the journal (%d events) for %s: a %d-byte %s request, about %d tokens, in %.1f ms.",
-			r.Events, r.Model.Model, r.Bytes, r.RenderAPI, r.Tokens, float64(r.Micros)/1000)
+		say("While preparing, B rendered the journal (%d events) into the body %s would be sent (%s wire format): %s, about %d tokens, in %.1f ms. It was measured to prove B can serve the next step, and not sent.",
+			r.Events, modelName(r.Model), r.RenderAPI, humanBytes(int64(r.Bytes)), r.Tokens, float64(r.Micros)/1000)
 	} else if r != nil {
 		say("B rendered nothing while preparing: %s.", r.Note)
 	}
@@ -144,6 +157,82 @@ func runDemo(ctx context.Context, dir string, say func(string, ...any)) (demoRes
 	res.Report.StepLogTail = handover(res.Report.StepLogTail)
 	printReport(say, res.Report)
 	return res, nil
+}
+
+// demoPhase is one phase of the move as the CLI saw it: how long it ran
+// and what was sent during it (not the running totals the progress events
+// carry).
+type demoPhase struct {
+	Phase        string `json:"phase"`
+	MS           int64  `json:"ms"`
+	Bytes        int64  `json:"bytes"`
+	BlobsSent    int    `json:"blobs_sent"`
+	BlobsSkipped int    `json:"blobs_skipped"`
+}
+
+// phaseClock turns the move's progress events into per-phase figures. An
+// event names the phase the move is in and the totals sent so far, so a
+// phase's figures are the totals when the next phase begins minus those
+// when it began, and its time runs between the two events' arrivals.
+type phaseClock struct {
+	phases []demoPhase
+	start  time.Time
+	at     api.MoveProgress // the totals when the current phase began
+	last   api.MoveProgress // the latest totals
+}
+
+func (c *phaseClock) observe(p api.MoveProgress) {
+	now := time.Now()
+	c.last = p
+	if len(c.phases) == 0 || c.phases[len(c.phases)-1].Phase != p.Phase {
+		c.close(now)
+		c.phases = append(c.phases, demoPhase{Phase: p.Phase})
+		c.start, c.at = now, p
+	}
+}
+
+// close fills in the current phase's figures at time now.
+func (c *phaseClock) close(now time.Time) {
+	if len(c.phases) == 0 {
+		return
+	}
+	ph := &c.phases[len(c.phases)-1]
+	ph.MS = now.Sub(c.start).Milliseconds()
+	ph.Bytes = c.last.BytesSent - c.at.BytesSent
+	ph.BlobsSent = c.last.BlobsSent - c.at.BlobsSent
+	ph.BlobsSkipped = c.last.BlobsSkipped - c.at.BlobsSkipped
+}
+
+// end closes the last phase and returns them all, without the final
+// "done" marker.
+func (c *phaseClock) end() []demoPhase {
+	c.close(time.Now())
+	out := c.phases
+	if n := len(out); n > 0 && out[n-1].Phase == api.PhaseDone {
+		out = out[:n-1]
+	}
+	if out == nil {
+		out = []demoPhase{}
+	}
+	return out
+}
+
+func printPhases(say func(string, ...any), phases []demoPhase) {
+	say("  %-9s %8s %10s %6s %8s", "phase", "time", "sent", "blobs", "skipped")
+	for _, p := range phases {
+		frozen := ""
+		if p.Phase != api.PhasePrecopy {
+			frozen = "  (agent frozen)"
+		}
+		say("  %-9s %5d ms %10s %6d %8d%s", p.Phase, p.MS, humanBytes(p.Bytes), p.BlobsSent, p.BlobsSkipped, frozen)
+	}
+}
+
+func modelName(m *api.ModelRef) string {
+	if m == nil {
+		return "the agent's model"
+	}
+	return m.Provider + "/" + m.Model
 }
 
 func printReport(say func(string, ...any), r node.AgentReport) {

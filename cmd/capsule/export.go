@@ -36,6 +36,7 @@ type exportFlags struct {
 	signAgent bool
 	keyFP     string
 	verify    bool
+	noVerify  bool
 	quiet     bool
 	json      bool
 }
@@ -61,9 +62,10 @@ asked on the terminal. --sign-agent signs with a key of the running ssh-agent
 ($SSH_AUTH_SOCK): the one whose fingerprint --sign-key-fingerprint gives, or
 the agent's first key. The folder itself never keeps a signature.
 
---verify checks the whole folder first (as "capsule verify DIR") and compares
-every file it exports against the manifest while streaming; it reads the
-folder twice.`,
+Export verifies first: it checks the whole folder (as "capsule verify DIR")
+and compares every file it exports against the manifest while streaming, so
+a capsule that fails verification is never exported (exit 1, nothing
+written). This reads the folder twice; --no-verify skips both checks.`,
 		Example: `  capsule export ./agent -o agent.capsule.tar
   capsule export ./agent -o agent.capsule.tar.zst --sign ~/.ssh/id_ed25519
   capsule export ./agent -o agent.capsule.tar --sign-agent --sign-key-fingerprint SHA256:abc...
@@ -80,7 +82,8 @@ folder twice.`,
 	fl.StringVar(&f.sign, "sign", "", "sign the manifest with this SSH private key file")
 	fl.BoolVar(&f.signAgent, "sign-agent", false, "sign the manifest with a key of ssh-agent ($SSH_AUTH_SOCK)")
 	fl.StringVar(&f.keyFP, "sign-key-fingerprint", "", "with --sign-agent: the key's SHA256 fingerprint (default: the agent's first key)")
-	fl.BoolVar(&f.verify, "verify", false, "verify the folder first and every exported file against the manifest")
+	fl.BoolVar(&f.verify, "verify", true, "verify the folder first and every exported file against the manifest (the default)")
+	fl.BoolVar(&f.noVerify, "no-verify", false, "export without verifying (a damaged capsule is exported as it is)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress bar")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON")
 	_ = cmd.MarkFlagRequired("output")
@@ -100,6 +103,9 @@ func runExport(cmd *cobra.Command, dir string, f exportFlags) error {
 	if err := checkExportFlags(f); err != nil {
 		return err
 	}
+	if f.noVerify {
+		f.verify = false
+	}
 	if err := checkExportSource(dir); err != nil {
 		return err
 	}
@@ -115,7 +121,11 @@ func runExport(cmd *cobra.Command, dir string, f exportFlags) error {
 	}
 	cfg := exportConfig(f, signer)
 	bar := progress.New(os.Stderr, "export", -1, f.quiet)
+	bar.Closing("syncing the archive to disk")
 	cfg.Progress = bar
+	ctx, stop := interruptible(cmd)
+	defer stop()
+	cfg.Context = ctx
 	var res *archive.ExportResult
 	if f.out == "-" {
 		res, err = archive.Export(vfs.OS{}, dir, os.Stdout, cfg)
@@ -123,6 +133,12 @@ func runExport(cmd *cobra.Command, dir string, f exportFlags) error {
 		res, err = archive.ExportFile(vfs.OS{}, dir, f.out, cfg)
 	}
 	bar.Finish()
+	if ctx.Err() != nil && f.out == "-" {
+		return fmt.Errorf("export %s: interrupted; standard output holds a partial archive", dir)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("export %s: interrupted; the partial archive was removed", dir)
+	}
 	if err != nil {
 		return err
 	}
@@ -149,9 +165,13 @@ func checkExportFlags(f exportFlags) error {
 	return nil
 }
 
-// checkExportSource refuses a folder that is not a capsule or holds an
-// unfinished commit, whose files would be a mix of two states.
+// checkExportSource refuses a path that does not exist (exit 3), a folder
+// that is not a capsule (exit 2) or holds an unfinished commit, whose files
+// would be a mix of two states.
 func checkExportSource(dir string) error {
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
 	if _, err := os.Stat(filepath.Join(dir, manifest.FileName)); err != nil {
 		return usageError{fmt.Errorf("%s is not a capsule folder (no %s)", dir, manifest.FileName)}
 	}
@@ -205,6 +225,7 @@ func checkAgainst(m *manifest.Manifest, name string, size int64, d digest.Digest
 // verifyBeforeExport runs the folder verification and prints its problems.
 func verifyBeforeExport(cmd *cobra.Command, dir string, quiet bool) error {
 	bar := progress.New(os.Stderr, "verify", -1, quiet)
+	bar.Closing("checking references")
 	opts := archiveVerifyOptions()
 	opts.Progress = bar
 	rep, err := capsule.Verify(vfs.OS{}, dir, opts)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -45,10 +46,7 @@ into the same DIR.
 
 With --allowed-signers and --identity the archive must also carry a
 manifest.json.sig made by a key the allowed_signers file lists for that
-identity (the format of ssh-keygen's ALLOWED SIGNERS).
-
-Exit status: 1 if the archive or the capsule in it was refused (every problem
-is printed), 2 for a usage error or a DIR that is in the way, 3 otherwise.`,
+identity (the format of ssh-keygen's ALLOWED SIGNERS).`,
 		Example: `  capsule import agent.capsule.tar -o ./agent
   capsule import agent.capsule.tar.zst -o ./agent --allowed-signers ./allowed_signers --identity ops@example.com
   ssh host capsule export ./agent -o - | capsule import - -o ./agent
@@ -81,12 +79,19 @@ func runImport(cmd *cobra.Command, file string, f importFlags) error {
 	}
 	defer in.Close()
 	bar := progress.New(os.Stderr, "import", size, f.quiet)
-	res, err := archive.Import(vfs.OS{}, bar.Reader(in), f.out, archive.ImportConfig{
-		Limits: limits,
-		Verify: capsuleVerifier(archiveVerifyOptions(), f.quiet),
-		Trust:  trust,
+	bar.Closing("syncing the unpacked files")
+	ctx, stop := interruptible(cmd)
+	defer stop()
+	res, err := archive.Import(vfs.OS{}, bar.Reader(&cancelReader{ctx: ctx, r: in}), f.out, archive.ImportConfig{
+		Limits:  limits,
+		Verify:  capsuleVerifier(archiveVerifyOptions(), f.quiet, bar),
+		Trust:   trust,
+		Context: ctx,
 	})
 	bar.Finish()
+	if ctx.Err() != nil {
+		return fmt.Errorf("import %s: interrupted; the staging folder was removed and %s not created", file, f.out)
+	}
 	if err != nil {
 		return importError(cmd.OutOrStdout(), file, err, f.json)
 	}
@@ -213,4 +218,45 @@ func parseByteSize(s string) (int64, error) {
 		return int64(v * u.mult), nil
 	}
 	return 0, fmt.Errorf("%q is not a size like 16GiB", s)
+}
+
+// cancelReader returns from a Read as soon as ctx is done, even while the
+// read it started still waits (on a pipe that sends nothing), so an
+// interrupted import stops at once. The waiting read fills a buffer of its
+// own, never the caller's.
+type cancelReader struct {
+	ctx     context.Context
+	r       io.Reader
+	pending chan readResult // a read in flight, or nil
+	buf     []byte          // the buffer of the reads
+}
+
+type readResult struct {
+	b   []byte
+	err error
+}
+
+func (c *cancelReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if c.pending == nil {
+		ch := make(chan readResult, 1)
+		if cap(c.buf) < len(p) {
+			c.buf = make([]byte, len(p))
+		}
+		buf := c.buf[:len(p)] // free again once the read is collected
+		go func() {
+			n, err := c.r.Read(buf)
+			ch <- readResult{buf[:n], err}
+		}()
+		c.pending = ch
+	}
+	select {
+	case res := <-c.pending:
+		c.pending = nil
+		return copy(p, res.b), res.err
+	case <-c.ctx.Done():
+		return 0, c.ctx.Err()
+	}
 }

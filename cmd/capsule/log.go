@@ -50,14 +50,15 @@ the order is (clock, machine, seq).`,
   capsule log ./agent --follow          # keep printing new events (Ctrl-C stops)
   capsule log verify ./agent
   capsule log append ./agent --kind user --body '{"text":"hello"}'
-  capsule log merge ./copy-a ./copy-b -o merged.jsonl`,
+  capsule log merge ./copy-a ./copy-b -o merged.jsonl
+  capsule log apply ./copy-a merged.jsonl`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runLog(cmd, args[0], f) },
 	}
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the raw journal lines (JSONL)")
 	cmd.Flags().BoolVarP(&f.follow, "follow", "f", false, "keep printing events as they are appended")
 	cmd.Flags().StringSliceVar(&f.kinds, "kind", nil, "show only events of this kind (repeatable or comma-separated)")
-	cmd.AddCommand(newLogVerifyCmd(), newLogAppendCmd(), newLogMergeCmd())
+	cmd.AddCommand(newLogVerifyCmd(), newLogAppendCmd(), newLogMergeCmd(), newLogApplyCmd())
 	return cmd
 }
 
@@ -78,7 +79,7 @@ func journalPath(p string) (path string, isCapsule bool, err error) {
 }
 
 func runLog(cmd *cobra.Command, target string, f logFlags) error {
-	path, _, err := journalPath(target)
+	path, isCapsule, err := journalPath(target)
 	if err != nil {
 		return err
 	}
@@ -97,8 +98,11 @@ func runLog(cmd *cobra.Command, target string, f logFlags) error {
 	if err != nil {
 		return err
 	}
+	if isCapsule {
+		probs = append(committedProblems(target, file), probs...)
+	}
 	if len(probs) > 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "capsule: warning: the journal has %d problem(s), first: %v (run capsule log verify)\n", len(probs), probs[0])
+		return logProblems(cmd.ErrOrStderr(), path, probs)
 	}
 	if !f.follow {
 		return nil
@@ -106,6 +110,44 @@ func runLog(cmd *cobra.Command, target string, f logFlags) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
 	return follow(ctx, path, wholeLines(file, info.Size()), p, 200*time.Millisecond)
+}
+
+// maxShown bounds the problems `capsule log` prints: a file that is not a
+// journal at all has one per line.
+const maxShown = 10
+
+// logProblems prints the journal's problems (the first maxShown of them)
+// and returns the verification error: the timeline above them is not to be
+// trusted.
+func logProblems(w io.Writer, path string, probs []journal.Problem) error {
+	for i, p := range probs {
+		if i == maxShown {
+			fmt.Fprintf(w, "... and %d more\n", len(probs)-maxShown)
+			break
+		}
+		fmt.Fprintf(w, "%s:%s\n", path, p)
+	}
+	if looksLikeArchive(path) {
+		fmt.Fprintf(w, "%s looks like a capsule archive: verify it (capsule verify) or import it (capsule import) and show the folder's journal\n", path)
+	}
+	return verifyError{fmt.Errorf("journal %s: %d problem(s); run capsule log verify", path, len(probs))}
+}
+
+// looksLikeArchive reports whether path is named or starts like a tar or
+// a zstd stream.
+func looksLikeArchive(path string) bool {
+	if strings.HasSuffix(path, ".tar") || strings.HasSuffix(path, ".tar.zst") {
+		return true
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	return bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd}) || n >= 262 && string(head[257:262]) == "ustar"
 }
 
 // wholeLines is the length of the file's first size bytes without an
@@ -347,7 +389,7 @@ the id of the machine's previous event; clocks strictly increase and epochs
 never decrease along each machine's chain; the lines are in total order
 (clock, machine, seq). For a capsule folder it also checks that the committed
 prefix matches the manifest's journal record. Every problem is reported with
-its line and machine. Exit status 1 if there is any.`,
+its line and machine.`,
 		Example: `  capsule log verify ./agent
   capsule log verify ./agent/memory/timeline_events.jsonl --json`,
 		Args: cobra.ExactArgs(1),
@@ -511,6 +553,9 @@ func runLogAppend(cmd *cobra.Command, target string, f appendFlags) error {
 		e, err = appendToCapsule(target, machine, journal.Kind(f.kind), wallTime, body)
 	} else {
 		e, err = appendToFile(path, machine, journal.Kind(f.kind), f.epoch, wallTime, body)
+	}
+	if errors.Is(err, journal.ErrInvalid) || errors.Is(err, logfile.ErrShort) {
+		return verifyError{err} // a damaged journal: nothing was appended
 	}
 	if err != nil {
 		return err
@@ -703,7 +748,7 @@ func newLogMergeCmd() *cobra.Command {
 into OUT, a journal file written atomically: the set union of their events by
 id, verified and in total order (FORMAT §7.9). Both inputs must verify. Two
 different events at one (machine, seq) are a fork: the merge names both and
-writes nothing (exit status 1).`,
+writes nothing.`,
 		Example: `  capsule log merge ./laptop-copy ./server-copy -o merged.jsonl
   capsule log merge a.jsonl b.jsonl -o merged.jsonl && capsule log verify merged.jsonl`,
 		Args: cobra.ExactArgs(2),

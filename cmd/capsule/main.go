@@ -2,16 +2,23 @@
 // only: flags, output and exit codes; the logic lives in the packages below.
 //
 // Exit codes: 0 ok, 1 the capsule failed verification, 2 usage error,
-// 3 any other error.
+// 3 any other error (a missing path among them). Each verb's --help says
+// what 1 and 3 mean for it (exitdoc.go).
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentcapsule/capsule/api"
 )
 
 // Exit codes, documented in the README and in `capsule --help`.
@@ -37,11 +44,11 @@ of one) that anyone can open and verify offline, renders its history for any
 model provider, and moves a running agent between machines without ever
 running it twice.
 
-Exit codes:
+Exit codes (each verb's --help says what 1 and 3 mean for it):
   0  ok
   1  the capsule failed verification
-  2  usage error
-  3  any other error`,
+  2  usage error (bad flags or arguments, a malformed node ID)
+  3  any other error (a missing path, an unreadable file, no node running)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       versionString(),
@@ -52,6 +59,8 @@ Exit codes:
 	for _, f := range commands {
 		root.AddCommand(f())
 	}
+	documentExits(root)
+	addCompletions(root)
 	return root
 }
 
@@ -68,6 +77,17 @@ func run(args []string) int {
 	return exitCode(err)
 }
 
+// interruptible returns the command's context, canceled on SIGINT or
+// SIGTERM, so a long command stops and removes what it was writing; the
+// returned function restores the default handling of both signals.
+func interruptible(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
 // usageError marks a mistake in how the command was called.
 type usageError struct{ err error }
 
@@ -81,13 +101,21 @@ type verifyError struct{ err error }
 func (e verifyError) Error() string { return e.err.Error() }
 func (e verifyError) Unwrap() error { return e.err }
 
+// exitCode maps an error to the exit code, once, for every verb: a failed
+// verification is 1; a missing path is 3 even where it came from a flag; a
+// request the node refused as malformed (HTTP 400) is a usage error.
 func exitCode(err error) int {
 	var ue usageError
 	var ve verifyError
+	var ae *api.Error
 	switch {
 	case errors.As(err, &ve):
 		return exitVerify
+	case errors.Is(err, fs.ErrNotExist):
+		return exitInternal
 	case errors.As(err, &ue), isCobraUsage(err):
+		return exitUsage
+	case errors.As(err, &ae) && ae.Status == 400:
 		return exitUsage
 	default:
 		return exitInternal

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/node"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 )
@@ -37,6 +38,9 @@ that rolled back, found this node stale, or waits for its resolution exits 3.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if to == "" {
 				return usageError{fmt.Errorf("--to NODE is required")}
+			}
+			if _, err := node.ParseID(to); err != nil {
+				return usageError{fmt.Errorf("--to: %w", err)}
 			}
 			cl, err := localClient(data)
 			if err != nil {

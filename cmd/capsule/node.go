@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -33,18 +34,37 @@ func needData(dir string) error {
 	return nil
 }
 
-// localClient returns a client for the node running on dir.
+// errNoNode is returned by the commands that need the node on --data when
+// none answers there.
+var errNoNode = errors.New("no node is running")
+
+// localClient returns a client for the node running on dir, or says that no
+// node runs there and how to start one.
 func localClient(dir string) (*api.LocalClient, error) {
 	if err := needData(dir); err != nil {
 		return nil, err
 	}
-	return api.NewLocalClient(filepath.Join(dir, node.SocketFile)), nil
+	sock := filepath.Join(dir, node.SocketFile)
+	if err := probeSocket(sock); err != nil {
+		return nil, fmt.Errorf("%w at data folder %s (%s: %v); start it with: capsule node --data %s", errNoNode, dir, sock, err, dir)
+	}
+	return api.NewLocalClient(sock), nil
 }
 
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+// probeSocket connects to the node's socket once, to tell "no node" from
+// an error of the request itself.
+func probeSocket(sock string) error {
+	conn, err := net.DialTimeout("unix", sock, 2*time.Second)
+	if err != nil {
+		switch {
+		case errors.Is(err, syscall.ENOENT):
+			return errors.New("no socket")
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return errors.New("the socket is left from a node that is gone")
+		}
+		return err
+	}
+	return conn.Close()
 }
 
 func newNodeCmd() *cobra.Command {
@@ -90,7 +110,7 @@ exits; agents that were running start again on the next start.`,
 	c.Flags().StringVar(&o.metrics, "metrics", "", "serve /metrics, /healthz and /readyz on this address (off by default)")
 	c.Flags().StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	c.Flags().DurationVar(&o.step, "step-interval", 50*time.Millisecond, "pause between steps of the built-in runner")
-	c.AddCommand(newNodeIDCmd(), newPeerCmd())
+	c.AddCommand(newNodeIDCmd(), newNodeWaitCmd(), newPeerCmd())
 	return c
 }
 
@@ -129,13 +149,14 @@ func runNode(cmd *cobra.Command, cfg node.Config) error {
 
 func newNodeIDCmd() *cobra.Command {
 	var data string
+	var asJSON bool
 	c := &cobra.Command{
 		Use:   "id",
 		Short: "Print the node ID of a data folder (creating its key if needed)",
 		Long: `Print the node ID: "n" and 26 lowercase base32 characters of the sha256 of
 the node's ed25519 public key. Give it to the operators of other nodes, who
 add this node as a peer with its address.`,
-		Example: "  capsule node id --data ~/capsule-a",
+		Example: "  capsule node id --data ~/capsule-a\n  capsule node id --data ~/capsule-a --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := needData(data); err != nil {
@@ -148,12 +169,68 @@ add this node as a peer with its address.`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]string{"node": string(k.ID()), "data": data})
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), k.ID())
 			return nil
 		},
 	}
 	dataFlag(c, &data)
+	c.Flags().BoolVar(&asJSON, "json", false, `print {"node": ID, "data": DIR}`)
 	return c
+}
+
+func newNodeWaitCmd() *cobra.Command {
+	var data string
+	var timeout time.Duration
+	c := &cobra.Command{
+		Use:   "wait",
+		Short: "Wait until the node on --data answers (for scripts that start one in the background)",
+		Long: `Wait until a node serves on the data folder: its socket accepts a connection
+and the node answers with its ID, which is printed. It gives up after
+--timeout with the reason.`,
+		Example: `  capsule node --data ~/capsule-a > node-a.log 2>&1 &
+  capsule node wait --data ~/capsule-a`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := needData(data); err != nil {
+				return err
+			}
+			info, err := waitNode(cmd.Context(), data, timeout)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), info.ID)
+			return nil
+		},
+	}
+	dataFlag(c, &data)
+	c.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait")
+	return c
+}
+
+// waitNode polls the node on dir until it answers or timeout passes.
+func waitNode(ctx context.Context, dir string, timeout time.Duration) (api.NodeInfo, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		cl, err := localClient(dir)
+		if err == nil {
+			info, ierr := cl.Info(ctx)
+			if ierr == nil {
+				return info, nil
+			}
+			err = ierr
+		}
+		if time.Now().After(deadline) {
+			return api.NodeInfo{}, fmt.Errorf("node wait: no answer after %v: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return api.NodeInfo{}, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func newPeerCmd() *cobra.Command {
@@ -177,8 +254,11 @@ func withPeers(dir string, online func(*api.LocalClient) error, offline func(*no
 	if err := needData(dir); err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(dir, node.SocketFile)); err == nil {
-		return online(api.NewLocalClient(filepath.Join(dir, node.SocketFile)))
+	if sock := filepath.Join(dir, node.SocketFile); probeSocket(sock) == nil {
+		return online(api.NewLocalClient(sock))
+	}
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("data folder: %w (capsule node id --data %s creates it)", err, dir)
 	}
 	p, err := node.OpenPeers(vfs.OS{}, dir)
 	if err != nil {
@@ -253,6 +333,9 @@ func newPeerRmCmd() *cobra.Command {
 		Example: "  capsule node peer rm nq3x... --data ~/capsule-a",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := node.ParseID(args[0]); err != nil {
+				return usageError{err}
+			}
 			return withPeers(data,
 				func(c *api.LocalClient) error { return c.RemovePeer(cmd.Context(), args[0]) },
 				func(p *node.Peers) error { return p.Remove(node.ID(args[0])) })

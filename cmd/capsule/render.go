@@ -87,10 +87,10 @@ func runRender(cmd *cobra.Command, path string, f renderFlags) error {
 	}
 	out := cmd.OutOrStdout()
 	if f.json {
-		return json.NewEncoder(out).Encode(struct {
+		return json.NewEncoder(out).Encode(emptyLists(struct {
 			Request json.RawMessage `json:"request"`
 			Report  *render.Report  `json:"report"`
-		}{body, rep})
+		}{body, rep}))
 	}
 	if _, err := out.Write(append(body, '\n')); err != nil {
 		return err

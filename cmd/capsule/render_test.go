@@ -85,7 +85,7 @@ func TestRenderCommandErrors(t *testing.T) {
 		{[]string{"render", dir, "--model", "x"}, exitUsage},
 		{[]string{"render", dir, "--provider", "bard", "--model", "x"}, exitUsage},
 		{[]string{"render", dir, "--provider", "ollama", "--model", "x", "--window", "-1"}, exitUsage},
-		{[]string{"render", dir, "--provider", "ollama", "--model", "x", "--tools", "/nonexistent.json"}, exitUsage},
+		{[]string{"render", dir, "--provider", "ollama", "--model", "x", "--tools", "/nonexistent.json"}, exitInternal}, // a missing path is 3 for every verb (issue 10 item 13),
 		{[]string{"render", filepath.Join(dir, "missing"), "--provider", "ollama", "--model", "x"}, exitInternal},
 	}
 	for _, c := range cases {

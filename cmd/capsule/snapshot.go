@@ -45,6 +45,7 @@ streamed, so memory use stays small whatever their size.`,
 				return err
 			}
 			bar := progress.New(os.Stderr, "snapshot", -1, quiet)
+			bar.Closing("storing new blobs and syncing them")
 			res, err := c.SnapshotFrom(from, capsule.SnapshotConfig{Workers: workers, Progress: bar,
 				Warn: func(p, reason string) {
 					fmt.Fprintf(cmd.ErrOrStderr(), "capsule: warning: skipped %s: %s\n", p, reason)

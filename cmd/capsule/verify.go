@@ -35,8 +35,7 @@ layout does not allow; and manifest.json.sig when present.
 
 It reports EVERY problem, one line each ("path: kind: detail"), not only the
 first. Warnings (a temporary file left by a crash, an unreferenced blob) do
-not fail verification. Exit status: 0 ok, 1 the capsule has problems, 2 usage
-error, 3 the path could not be read.
+not fail verification.
 
 With --allowed-signers FILE --identity ID a signature by an allowed signer is
 required (OpenSSH allowed_signers format, as for "ssh-keygen -Y verify").`,
@@ -62,6 +61,7 @@ func runVerify(cmd *cobra.Command, path string, f verifyFlags) error {
 		return runVerifyArchive(cmd, path, trust, f.json, f.quiet)
 	}
 	bar := progress.New(os.Stderr, "verify", -1, f.quiet)
+	bar.Closing("checking references")
 	rep, err := capsule.Verify(vfs.OS{}, path, capsule.VerifyOptions{
 		JournalTail: JournalTailCheck,
 		Signature:   signatureCheck(trust),

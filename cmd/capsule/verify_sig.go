@@ -48,12 +48,14 @@ func (f sigFlags) trust() (archive.Trust, error) {
 	case f.allowedSigners == "" || f.identity == "":
 		return archive.Trust{}, usageError{errors.New("--allowed-signers and --identity go together")}
 	}
+	// A file that is missing or does not parse is exit 3, as a signing
+	// key for --sign is: the command was called right, the file is wrong.
 	b, err := os.ReadFile(f.allowedSigners)
 	if err != nil {
-		return archive.Trust{}, usageError{fmt.Errorf("--allowed-signers: %w", err)}
+		return archive.Trust{}, fmt.Errorf("--allowed-signers: %w", err)
 	}
 	if _, err := signature.ParseAllowedSigners(bytes.NewReader(b)); err != nil {
-		return archive.Trust{}, usageError{fmt.Errorf("--allowed-signers %s: %w", f.allowedSigners, err)}
+		return archive.Trust{}, fmt.Errorf("--allowed-signers %s: %w", f.allowedSigners, err)
 	}
 	return archive.Trust{AllowedSigners: b, Identity: f.identity}, nil
 }
@@ -103,10 +105,13 @@ func archiveVerifyOptions() capsule.VerifyOptions {
 }
 
 // capsuleVerifier adapts capsule.Verify to archive.Verifier; it shows its
-// own progress bar for the hashing pass.
-func capsuleVerifier(opts capsule.VerifyOptions, quiet bool) archive.Verifier {
+// own progress bar for the hashing pass, after ending the bar of the
+// unpacking (outer, which may be nil), whose work is done by then.
+func capsuleVerifier(opts capsule.VerifyOptions, quiet bool, outer *progress.Bar) archive.Verifier {
 	return func(fsys vfs.FS, dir string) ([]archive.Problem, error) {
+		outer.Finish()
 		bar := progress.New(os.Stderr, "verify", -1, quiet)
+		bar.Closing("checking references")
 		defer bar.Finish()
 		if opts.Progress == nil {
 			opts.Progress = bar
@@ -138,8 +143,9 @@ func runVerifyArchive(cmd *cobra.Command, path string, t archive.Trust, asJSON, 
 		size = fi.Size()
 	}
 	bar := progress.New(os.Stderr, "unpack", size, quiet)
+	bar.Closing("finishing the unpack")
 	rep, err := archive.VerifyReader(vfs.OS{}, bar.Reader(f), archive.VerifyConfig{
-		Verify: capsuleVerifier(archiveVerifyOptions(), quiet),
+		Verify: capsuleVerifier(archiveVerifyOptions(), quiet, bar),
 		Trust:  t,
 	})
 	bar.Finish()

@@ -1,30 +1,120 @@
 package main
 
 import (
+	"fmt"
+	"runtime"
 	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/agentcapsule/capsule/schema"
 )
 
-// release and commit are set at build time with -ldflags "-X main.release=...";
-// commit falls back to the VCS revision Go records in the binary.
+func init() { addCommand(newVersionCmd) }
+
+// release and commit can be set at build time with -ldflags
+// "-X main.commit=..."; commit otherwise comes from the build info Go
+// records in the binary.
 var (
 	release = schema.Release
 	commit  = ""
 )
 
+// buildCommit is the commit this binary was built from: the -ldflags value,
+// else the VCS revision Go stamps (with "-dirty" for a modified tree), else
+// the revision in a pseudo-version the module was installed at, else
+// "unknown".
 func buildCommit() string {
 	if commit != "" {
 		return commit
 	}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				return s.Value
-			}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	return commitOf(info)
+}
+
+func commitOf(info *debug.BuildInfo) string {
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "-dirty"
 		}
+	}
+	if rev != "" {
+		return rev + dirty
+	}
+	if r := pseudoRevision(info.Main.Version); r != "" {
+		return r
 	}
 	return "unknown"
 }
 
+// pseudoRevision is the commit prefix in a pseudo-version such as
+// v0.0.0-20261201093000-abcdef123456, or "".
+func pseudoRevision(v string) string {
+	v, _, _ = strings.Cut(v, "+")
+	i := strings.LastIndexByte(v, '-')
+	if i < 0 || len(v)-i-1 != 12 {
+		return ""
+	}
+	r := v[i+1:]
+	for _, c := range r {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return ""
+		}
+	}
+	return r
+}
+
 func versionString() string { return release + " (" + buildCommit() + ")" }
+
+// versionInfo is what `capsule version --json` prints.
+type versionInfo struct {
+	Release string         `json:"release"`
+	Commit  string         `json:"commit"`
+	Go      string         `json:"go"`
+	Schemas map[string]int `json:"schemas"`
+}
+
+func currentVersion() versionInfo {
+	v := versionInfo{Release: release, Commit: buildCommit(), Go: runtime.Version(), Schemas: map[string]int{}}
+	for _, k := range schema.Kinds {
+		v.Schemas[string(k)] = schema.Current[k]
+	}
+	return v
+}
+
+func newVersionCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "version",
+		Short: "Print the release, commit, Go version and schema versions of this build",
+		Long: `Print the release of this build, the commit it was built from (the VCS
+revision Go records at build time, or "unknown" when the build recorded
+none), the Go version, and the schema version this release writes for
+every kind of state (docs/FORMAT.md, "Schema versions").`,
+		Example: `  capsule version
+  capsule version --json | jq .schemas`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v := currentVersion()
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), v)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "capsule %s\ncommit  %s\ngo      %s\n", v.Release, v.Commit, v.Go)
+			for _, k := range schema.Kinds {
+				fmt.Fprintf(w, "schema  %-13s %d\n", k, v.Schemas[string(k)])
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}

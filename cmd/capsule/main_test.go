@@ -1,0 +1,18 @@
+package main
+
+import (
+	"os"
+	"testing"
+)
+
+// runAsCLI, set in the environment, makes the test binary run as the
+// capsule command itself: tests that need a real process (signals, the
+// README walkthrough's background node) run os.Args[0] with it.
+const runAsCLI = "CAPSULE_TEST_AS_CLI"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runAsCLI) == "1" {
+		os.Exit(run(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
