@@ -223,6 +223,10 @@ func New(cfg Config) (*Node, error) {
 	n.started = n.clock.Now().UTC().Format(time.RFC3339)
 	var err error
 	if n.host, err = capsule.LockHost(n.fsys, cfg.Dir, n.hostRecord()); err != nil {
+		var he *capsule.HeldError
+		if errors.As(err, &he) {
+			return nil, err // names the folder and the node: no prefix
+		}
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	if err := n.open(); err != nil {
