@@ -42,11 +42,12 @@ type ModelRef struct {
 
 // Agent states reported by AgentStatus.State.
 const (
-	StateRunning = "running" // the runner is stepping
-	StateStopped = "stopped" // held here, not running (operator stop)
-	StateFrozen  = "frozen"  // held here, stopped for a move in progress
-	StateRetired = "retired" // handed to another node; never runs here again
-	StateBlocked = "blocked" // held here but refused to run (e.g. holder record invalid)
+	StateRunning  = "running"  // the runner is stepping
+	StateStopped  = "stopped"  // held here, not running (operator stop)
+	StateFrozen   = "frozen"   // held here, stopped for a move in progress
+	StateRetired  = "retired"  // held here once, handed to another node (RETIRED source record)
+	StateBlocked  = "blocked"  // refused to run here, with the reason (e.g. holder record invalid)
+	StateIncoming = "incoming" // not held here: a move into this node is pending, or pre-copied data of one is here
 )
 
 // AgentStatus is what a node knows about one agent.

@@ -277,8 +277,8 @@ var layoutDirs = []string{"artifacts", manifest.BlobsDir, "environment", "memory
 // §3.2) until pruned. Pass in keep the blobs that journal attachments or a
 // move in progress still need.
 func (c *Capsule) PruneBlobs(keep func(digest.Digest) bool) (int, int64, error) {
-	if err := CheckHost(c.fsys, c.dir); err != nil {
-		return 0, 0, fmt.Errorf("prune: %w", err)
+	if err := checkHost(c.fsys, c.dir, "prune"); err != nil {
+		return 0, 0, err
 	}
 	c.lock.commit.Lock()
 	defer c.lock.commit.Unlock()

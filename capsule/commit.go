@@ -144,8 +144,8 @@ func (c *Capsule) Commit(fn func(tx *Tx) error) error {
 	defer c.lock.commit.Unlock()
 	c.lock.rw.RLock()
 	defer c.lock.rw.RUnlock()
-	if err := CheckHost(c.fsys, c.dir); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	if err := checkHost(c.fsys, c.dir, "commit"); err != nil {
+		return err
 	}
 	if err := c.checkUnchanged(); err != nil {
 		return err

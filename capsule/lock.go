@@ -74,19 +74,41 @@ func (r HostRecord) String() string {
 	return s + ", started " + r.Started + ")"
 }
 
+// brief names the holder in a refusal of a write: its ID, PID and listen
+// address.
+func (r HostRecord) brief() string {
+	s := fmt.Sprintf("node %s (pid %d", r.Node, r.PID)
+	if r.Listen != "" {
+		s += ", " + r.Listen
+	}
+	return s + ")"
+}
+
 // HeldError is a refusal because another process hosts Dir: Host is read
 // from its record (zero, with RecordErr set, if the record is unreadable).
+// Path is the capsule folder a refused write was for, as the writer named
+// it, or "" when the refusal is of a second host of Dir. Its message is
+// complete (it names the folder and the node, and says what to do): wrap
+// it in no prefix.
 type HeldError struct {
 	Dir       string // the folder the host holds
+	Path      string // the capsule folder whose write was refused, or ""
 	Host      HostRecord
 	RecordErr error
 }
 
 func (e *HeldError) Error() string {
+	who := e.Host.brief()
 	if e.RecordErr != nil {
-		return fmt.Sprintf("%v: %s is in use by another node process (its record: %v)", ErrHeld, e.Dir, e.RecordErr)
+		who = fmt.Sprintf("another node process (its record %s: %v)", filepath.Join(e.Dir, HostRecordFile), e.RecordErr)
 	}
-	return fmt.Sprintf("%v: %s is in use by %s", ErrHeld, e.Dir, e.Host)
+	if e.Path == "" {
+		if e.RecordErr == nil {
+			who = e.Host.String()
+		}
+		return fmt.Sprintf("data folder %s is in use by %s: a data folder has one node; stop that node or use another folder", e.Dir, who)
+	}
+	return fmt.Sprintf("%s is hosted by %s: stop the node or use the capsule agent commands", e.Path, who)
 }
 
 // Unwrap returns ErrHeld.
@@ -111,7 +133,7 @@ var hosts sync.Map
 func LockHost(fsys vfs.FS, dir string, rec HostRecord) (*Host, error) {
 	key := absClean(dir)
 	if _, loaded := hosts.LoadOrStore(key, true); loaded {
-		return nil, heldError(fsys, dir)
+		return nil, heldError(fsys, dir, "")
 	}
 	h, err := lockHost(fsys, dir)
 	if err != nil {
@@ -133,7 +155,7 @@ func lockHost(fsys vfs.FS, dir string) (*Host, error) {
 	if err := vfs.TryLock(f); err != nil {
 		f.Close()
 		if errors.Is(err, vfs.ErrLocked) {
-			return nil, heldError(fsys, dir)
+			return nil, heldError(fsys, dir, "")
 		}
 		return nil, err
 	}
@@ -161,8 +183,10 @@ func (h *Host) Release() error {
 	return h.f.Close()
 }
 
-func heldError(fsys vfs.FS, dir string) error {
-	e := &HeldError{Dir: dir}
+// heldError is the refusal of a write to path (or, for "", of a second
+// host) because another process hosts dir.
+func heldError(fsys vfs.FS, dir, path string) error {
+	e := &HeldError{Dir: dir, Path: path}
 	b, err := vfs.ReadFile(fsys, filepath.Join(dir, HostRecordFile))
 	if err == nil {
 		err = json.Unmarshal(b, &e.Host)
@@ -175,6 +199,21 @@ func heldError(fsys vfs.FS, dir string) error {
 // while another process hosts a folder holding it; it returns nil when no
 // host holds it or this process is the host.
 func CheckHost(fsys vfs.FS, dir string) error {
+	return checkHost(fsys, dir, "")
+}
+
+// checkHost is CheckHost for the write op names: a *HeldError is returned
+// as it is (its message is whole), any other error wrapped in op.
+func checkHost(fsys vfs.FS, dir, op string) error {
+	err := checkHostDir(fsys, dir)
+	var he *HeldError
+	if err == nil || op == "" || errors.As(err, &he) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func checkHostDir(fsys vfs.FS, dir string) error {
 	for a := absClean(dir); ; {
 		if _, ok := hosts.Load(a); ok {
 			return nil
@@ -183,7 +222,7 @@ func CheckHost(fsys vfs.FS, dir string) error {
 			if err != nil {
 				return err
 			}
-			return heldError(fsys, a)
+			return heldError(fsys, a, dir)
 		}
 		up := filepath.Dir(a)
 		if up == a {

@@ -5,7 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -34,12 +34,12 @@ func TestHostRefusesOtherProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := vfstest.Snapshot(t, vfs.OS{}, capDir)
+	// One sentence naming the capsule and the node, read once (it used to
+	// read "commit: capsule: held by another process: DATA is in use by …").
+	want := capDir + " is hosted by node " + hostRecord.Node + " (pid " + strconv.Itoa(os.Getpid()) + ", 127.0.0.1:7070): stop the node or use the capsule agent commands"
 	for _, op := range []string{"commit", "snapshot", "prune"} {
-		out := runChild(t, op, capDir)
-		for _, want := range []string{"in use by node " + hostRecord.Node, "listening on 127.0.0.1:7070", data} {
-			if !strings.Contains(out, want) {
-				t.Errorf("%s in another process: %q does not say %q", op, out, want)
-			}
+		if out := runChild(t, op, capDir); out != want {
+			t.Errorf("%s in another process:\n got %q\nwant %q", op, out, want)
 		}
 	}
 	if diff := cmp.Diff(before, vfstest.Snapshot(t, vfs.OS{}, capDir)); diff != "" {
@@ -133,6 +133,37 @@ func TestSecondHostRefused(t *testing.T) {
 				t.Fatalf("after release: %v", err)
 			}
 			h2.Release()
+		})
+	}
+}
+
+// TestHeldErrorText: a refusal reads once, names the folder and the node
+// (its ID, PID and listen address) and says what to do; no sentinel
+// prefix stutters before it.
+func TestHeldErrorText(t *testing.T) {
+	rec := HostRecord{Node: "nhost", PID: 123, Listen: "127.0.0.1:7070", Socket: "/d/node.sock", Started: "2026-01-01T00:00:00Z"}
+	cases := []struct {
+		name string
+		err  *HeldError
+		want string
+	}{
+		{"write", &HeldError{Dir: "/d", Path: "d/agents/A/capsule", Host: rec},
+			"d/agents/A/capsule is hosted by node nhost (pid 123, 127.0.0.1:7070): stop the node or use the capsule agent commands"},
+		{"write, not yet listening", &HeldError{Dir: "/d", Path: "c", Host: HostRecord{Node: "nhost", PID: 123}},
+			"c is hosted by node nhost (pid 123): stop the node or use the capsule agent commands"},
+		{"write, record unreadable", &HeldError{Dir: "/d", Path: "c", RecordErr: errors.New("bad")},
+			"c is hosted by another node process (its record /d/node.lock.json: bad): stop the node or use the capsule agent commands"},
+		{"second host", &HeldError{Dir: "/d", Host: rec},
+			"data folder /d is in use by node nhost (pid 123, listening on 127.0.0.1:7070, socket /d/node.sock, started 2026-01-01T00:00:00Z): a data folder has one node; stop that node or use another folder"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.err.Error()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if !errors.Is(tc.err, ErrHeld) {
+				t.Error("not ErrHeld")
+			}
 		})
 	}
 }

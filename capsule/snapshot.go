@@ -69,8 +69,8 @@ type SnapshotResult struct {
 // the new artifacts/snapshot.json. Files are hashed in parallel and streamed,
 // never held in memory.
 func (c *Capsule) SnapshotFrom(dir string, cfg SnapshotConfig) (*SnapshotResult, error) {
-	if err := CheckHost(c.fsys, c.dir); err != nil { // before a blob is written
-		return nil, fmt.Errorf("snapshot: %w", err)
+	if err := checkHost(c.fsys, c.dir, "snapshot"); err != nil { // before a blob is written
+		return nil, err
 	}
 	s, res, err := BuildSnapshot(dir, c.blobs, cfg, c.dir)
 	if err != nil {

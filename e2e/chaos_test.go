@@ -289,7 +289,7 @@ func (c *cluster) checkAgreement(agent string, holder int) {
 	vs := c.views(agent)
 	direct := 0
 	for i, v := range vs {
-		if errors.Is(v.err, api.ErrNotFound) || v.err == nil && v.st.State == api.StateRetired && v.st.Holder == "" {
+		if errors.Is(v.err, api.ErrNotFound) || v.err == nil && (v.st.State == api.StateRetired || v.st.State == api.StateIncoming) && v.st.Holder == "" {
 			c.t.Logf("%s never held the agent: no view of the holder", c.procs[i].name)
 			continue
 		}

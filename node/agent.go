@@ -72,6 +72,7 @@ type agent struct {
 	attach  attachIndex  // attachments of the journal (source side)
 	incAtt  attachIndex  // attachments of the journal copy (target side)
 	wire    wireState    // delta bases and the last inventory by manifest (delta.go)
+	peer    peerUse      // peer requests in flight (peeragent.go); guarded by n.mu
 
 	// stepMu is held for the whole of each runner step; taking it waits for
 	// a step boundary.
@@ -411,7 +412,12 @@ func (a *agent) status() api.AgentStatus {
 }
 
 // state derives the agent's state from the durable holder record, the
-// current move (currentSource) and the runner. Caller holds a.mu.
+// current move (currentSource) and the runner. An agent this node does not
+// hold is retired only if it held it and its RETIRED source record says it
+// moved away, and incoming while a move into this node is pending or
+// pre-copied data of one is here; otherwise it is "", not listed: a node
+// that never held an agent and has nothing of a move of it does not show
+// it (docs/PROTOCOL.md §7.3). Caller holds a.mu.
 func (a *agent) state() string {
 	src := a.currentSource()
 	switch {
@@ -419,18 +425,56 @@ func (a *agent) state() string {
 		return api.StateBlocked
 	case a.run != nil:
 		return api.StateRunning
-	case a.target == nil || a.target.Holder() == 0:
-		return api.StateRetired
+	case !a.hosted():
+		return a.unheldState()
 	case src != nil && src.Frozen():
 		return api.StateFrozen
 	}
 	return api.StateStopped
 }
 
+// unheldState is the state of an agent this node does not hold: a move
+// into this node pending comes first (the agent is coming back), then the
+// move this node retired it in, then pre-copied data. Caller holds a.mu.
+func (a *agent) unheldState() string {
+	switch {
+	case a.target != nil && a.target.Pending() != nil || a.in != nil:
+		return api.StateIncoming
+	case a.source != nil && a.source.Outcome() == transfer.OutcomeCommitted:
+		return api.StateRetired
+	case a.hasPrecopy():
+		return api.StateIncoming
+	}
+	return ""
+}
+
+// hasPrecopy reports whether the agent's folder holds what a pre-copy
+// brings: CAS blobs, a journal copy with events, or a shadow of the next
+// staging. An offer opens an empty journal copy: that is not data.
+func (a *agent) hasPrecopy() bool {
+	if a.shadow != nil || exists(a.n.fsys, a.path(shadowFile)) {
+		return true
+	}
+	if a.inc != nil && len(a.inc.events) > 0 {
+		return true
+	}
+	if fi, err := a.n.fsys.Stat(a.path(incomingFile)); a.inc == nil && err == nil && fi.Size() > 0 {
+		return true
+	}
+	ents, err := a.n.fsys.ReadDir(a.cas().dir)
+	return err == nil && len(ents) > 0
+}
+
 // removed reports whether the operator removed this copy (`agent rm`) and
 // nothing about the agent happened here since. Caller holds a.mu.
 func (a *agent) removed() bool {
 	return a.meta.Removed && !a.hosted() && a.target.Pending() == nil && a.in == nil && a.target.MaxEpoch() == a.meta.RemovedAt
+}
+
+// listed reports whether `agent list` shows the agent: not removed, and
+// in a state (see state). Caller holds a.mu.
+func (a *agent) listed() bool {
+	return !a.removed() && a.state() != ""
 }
 
 // hosted reports whether this node holds the agent (not retired, not only

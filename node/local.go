@@ -73,7 +73,7 @@ func (n *Node) Agents(ctx context.Context) ([]api.AgentStatus, error) {
 	out := []api.AgentStatus{}
 	for _, a := range agents {
 		a.mu.Lock()
-		if !a.removed() {
+		if a.listed() {
 			out = append(out, a.status())
 		}
 		a.mu.Unlock()
@@ -91,6 +91,9 @@ func (n *Node) Agent(ctx context.Context, id string) (api.AgentStatus, error) {
 	defer a.mu.Unlock()
 	if a.removed() {
 		return api.AgentStatus{}, fmt.Errorf("%w: agent %s was removed", api.ErrNotFound, id)
+	}
+	if !a.listed() {
+		return api.AgentStatus{}, fmt.Errorf("%w: agent %s: this node never held it and no move of it into this node is here", api.ErrNotFound, id)
 	}
 	return a.status(), nil
 }

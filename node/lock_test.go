@@ -3,11 +3,11 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +34,11 @@ func TestSecondNodeRefused(t *testing.T) {
 	var he *capsule.HeldError
 	if !errors.As(err, &he) || he.Host.Node != string(first.ID()) || he.Host.PID != os.Getpid() || he.Host.Listen != first.Addr() {
 		t.Fatalf("second node: %v, want a HeldError naming %s pid %d on %s", err, first.ID(), os.Getpid(), first.Addr())
+	}
+	want := fmt.Sprintf("data folder %s is in use by node %s (pid %d, listening on %s, socket %s, started %s): a data folder has one node; stop that node or use another folder",
+		dir, first.ID(), os.Getpid(), first.Addr(), filepath.Join(dir, SocketFile), he.Host.Started)
+	if err.Error() != want { // read once: no "node: capsule: held by another process: " before it
+		t.Errorf("second node:\n got %q\nwant %q", err, want)
 	}
 	sock := filepath.Join(dir, SocketFile)
 	info, err := api.NewLocalClient(sock).Info(context.Background())
@@ -155,7 +160,7 @@ func TestNodeChild(t *testing.T) {
 // capsule's manifest is unchanged; once the node stopped, it succeeds.
 func TestHostedCapsuleRefused(t *testing.T) {
 	dir := t.TempDir()
-	n, err := New(Config{Dir: dir, Socket: "-", StepInterval: 5 * time.Millisecond})
+	n, err := New(Config{Dir: dir, Listen: "127.0.0.1:0", Socket: "-", StepInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,8 +177,9 @@ func TestHostedCapsuleRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out := commitChild(t, capDir); !strings.Contains(out, "in use by node "+string(n.ID())) {
-		t.Errorf("commit from another process while the node runs: %q, want a refusal naming %s", out, n.ID())
+	want := fmt.Sprintf("%s is hosted by node %s (pid %d, %s): stop the node or use the capsule agent commands", capDir, n.ID(), os.Getpid(), n.Addr())
+	if out := commitChild(t, capDir); out != want {
+		t.Errorf("commit from another process while the node runs:\n got %q\nwant %q", out, want)
 	}
 	if after, _ := os.ReadFile(filepath.Join(capDir, "manifest.json")); string(after) != string(before) {
 		t.Error("the refused commit changed the manifest")

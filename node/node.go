@@ -223,6 +223,10 @@ func New(cfg Config) (*Node, error) {
 	n.started = n.clock.Now().UTC().Format(time.RFC3339)
 	var err error
 	if n.host, err = capsule.LockHost(n.fsys, cfg.Dir, n.hostRecord()); err != nil {
+		var he *capsule.HeldError
+		if errors.As(err, &he) {
+			return nil, err // names the folder and the node: no prefix
+		}
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	if err := n.open(); err != nil {
@@ -289,8 +293,13 @@ func (n *Node) sourceConfig() transfer.SourceConfig {
 
 func (n *Node) loadAgents() error {
 	dir := filepath.Join(n.cfg.Dir, "agents")
+	// Made now, so that what a refused peer request made for an agent the
+	// node did not know can be removed whole (peeragent.go).
+	if err := vfs.MkdirAllDurable(n.fsys, dir, 0o700); err != nil {
+		return fmt.Errorf("node: agents: %w", err)
+	}
 	ents, err := n.fsys.ReadDir(dir)
-	if err != nil && !os.IsNotExist(err) {
+	if err != nil {
 		return fmt.Errorf("node: agents: %w", err)
 	}
 	for _, e := range ents {
@@ -459,7 +468,9 @@ func (n *Node) Close(ctx context.Context) error {
 func (n *Node) sortedAgents() []*agent {
 	out := make([]*agent, 0, len(n.agents))
 	for _, a := range n.agents {
-		out = append(out, a)
+		if !a.peer.provisional {
+			out = append(out, a)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
@@ -484,7 +495,7 @@ func (n *Node) targetAgent(id string) *agent {
 	defer n.mu.Unlock()
 	a, ok := n.agents[id]
 	if !ok {
-		a = &agent{n: n, id: id, dir: filepath.Join(n.cfg.Dir, "agents", id), target: transfer.NewTarget(id, string(n.id))}
+		a = n.newTargetAgent(id)
 		n.agents[id] = a
 	}
 	return a

@@ -22,7 +22,7 @@ func (n *Node) RemoveAgent(ctx context.Context, id string) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.removed() {
+	if !a.listed() {
 		return fmt.Errorf("%w: agent %s", api.ErrNotFound, id)
 	}
 	if why := a.whyNotRemovable(); why != "" {

@@ -38,8 +38,9 @@ func (n *Node) Message(ctx context.Context, from string, am api.Message) (api.Re
 	if am.Inventory != "" && am.Inventory != api.InventoryManifest {
 		return api.Replies{}, fmt.Errorf("%w: message: unknown inventory %q", api.ErrInvalid, am.Inventory)
 	}
-	a := n.targetAgent(m.Agent)
+	a, done := n.peerAgent(m.Agent)
 	reply, bases, err := a.handleWire(m, am.Inventory == api.InventoryManifest)
+	done(err != nil || refusedReply(reply))
 	if err != nil {
 		n.log.Warn("peer request failed", "agent", m.Agent, "call", string(m.Type), "move", m.Move, "epoch", m.Epoch, "from", from, "err", err)
 		return api.Replies{}, err
@@ -271,7 +272,8 @@ func (n *Node) Push(ctx context.Context, from string, req api.PushRequest, s *ap
 	if _, err := ParseID(from); err != nil {
 		return api.PushReply{}, fmt.Errorf("%w: %v", api.ErrForbidden, err)
 	}
-	a := n.targetAgent(req.Agent)
+	a, done := n.peerAgent(req.Agent)
+	defer func() { done(err != nil || refusedReplies(rep.Messages)) }()
 	a.mu.Lock()
 	held := a.target.Holder() > 0
 	a.mu.Unlock()

@@ -102,8 +102,22 @@ func newAgentListCmd() *cobra.Command {
 	var data string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:     "list",
-		Short:   "List the agents the node knows",
+		Use:   "list",
+		Short: "List the agents the node knows",
+		Long: `List the agents the node knows, with the state of each:
+
+  running   held here, the runner is stepping
+  stopped   held here, not running (agent stop)
+  frozen    held here, stopped for a move in progress
+  blocked   the node will not run it here; REASON says why
+  incoming  not held here: a move into this node is pending, or the node
+            keeps pre-copied blobs of one (a move in pre-copy, or one
+            abandoned before its offer: agent rm removes them)
+  retired   held here once, moved away by this node; HOLDER names the
+            successor
+
+An agent this node never held and keeps nothing of a move of is not listed.
+Only held agents count as hosted.`,
 		Example: "  capsule agent list --data ~/capsule-a --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -1,0 +1,83 @@
+package node
+
+import (
+	"path/filepath"
+
+	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/transfer"
+)
+
+// peerUse counts the peer requests in flight for one agent, so that an
+// agent this node did not know is forgotten again when every request
+// about it was refused. Guarded by Node.mu.
+type peerUse struct {
+	refs int
+	// provisional: the entry was made for a peer request while the node
+	// had no entry and no folder for the agent, and no request about it
+	// has been accepted since.
+	provisional bool
+}
+
+// peerAgent returns the agent a peer request names and the function the
+// caller calls when the request is done, saying whether it was refused.
+// An agent the node did not know (no entry, no folder) is entered only
+// provisionally: it is not listed, and once every request about it has
+// been refused the entry and whatever those requests left in its folder
+// are removed, so that a refused push or offer leaves no phantom agent
+// and no folder behind (docs/PROTOCOL.md §7.3). Nothing is removed once a
+// record was written for it: a record fences later offers.
+func (n *Node) peerAgent(id string) (*agent, func(refused bool)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	a, ok := n.agents[id]
+	if !ok {
+		a = n.newTargetAgent(id)
+		a.peer.provisional = !exists(n.fsys, a.dir)
+		n.agents[id] = a
+	}
+	a.peer.refs++
+	return a, func(refused bool) { n.releasePeer(a, refused) }
+}
+
+// releasePeer ends one peer request of a (see peerAgent).
+func (n *Node) releasePeer(a *agent, refused bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	u := &a.peer
+	u.refs--
+	if !refused {
+		u.provisional = false
+	}
+	if u.refs > 0 || !u.provisional {
+		return
+	}
+	u.provisional = false
+	if exists(n.fsys, a.path(HolderFile)) || exists(n.fsys, a.path(SourceFile)) {
+		return
+	}
+	delete(n.agents, a.id)
+	if err := n.fsys.RemoveAll(a.dir); err != nil {
+		n.log.Warn("refused request's leftovers not removed", "agent", a.id, "folder", a.dir, "err", err)
+	}
+}
+
+// newTargetAgent is the entry for an agent this node knows nothing of yet.
+func (n *Node) newTargetAgent(id string) *agent {
+	return &agent{n: n, id: id, dir: filepath.Join(n.cfg.Dir, "agents", id), target: transfer.NewTarget(id, string(n.id))}
+}
+
+// refusedReply reports whether a peer request's replies refuse it.
+func refusedReply(reply *transfer.Message) bool {
+	return reply != nil && reply.Type == transfer.MsgRefused
+}
+
+// refusedReplies reports whether the replies a push stream's message got
+// refuse it.
+func refusedReplies(ms []api.Message) bool {
+	for _, m := range ms {
+		if m.Call == string(transfer.MsgRefused) {
+			return true
+		}
+	}
+	return false
+}
