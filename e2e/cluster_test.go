@@ -98,6 +98,7 @@ func loopbackIPs(t *testing.T, n int) []string {
 
 // newCluster creates n nodes (keys, peers through proxies) and starts them.
 func newCluster(t *testing.T, n int) *cluster {
+	trackSources(t)
 	root := t.TempDir()
 	if *flagKeep {
 		var err error
