@@ -136,15 +136,25 @@ func checkAim(t *testing.T, cov *coverage, rounds int) {
 		t.Logf("aim not checked: %d rounds, fewer than %d", rounds, minAimedRounds)
 		return
 	}
+	for _, p := range aimProblems(cov) {
+		t.Error(p)
+	}
+}
+
+// aimProblems lists how the faults missed their aims: a phase no fault
+// began in, or too few aimed faults inside the move.
+func aimProblems(cov *coverage) []string {
+	var out []string
 	for _, a := range aims {
 		if cov.hits(a) == 0 {
-			t.Errorf("none of the %d faults aimed at %s began there", cov.drawn[a], a)
+			out = append(out, fmt.Sprintf("none of the %d faults aimed at %s began there", cov.drawn[a], a))
 		}
 	}
 	in, all := cov.inside(aims...)
 	if float64(in) < minInside*float64(all) {
-		t.Errorf("only %d of %d aimed faults began inside the move, want at least %.0f%%", in, all, 100*minInside)
+		out = append(out, fmt.Sprintf("only %d of %d aimed faults began inside the move, want at least %.0f%%", in, all, 100*minInside))
 	}
+	return out
 }
 
 // chaosSeed returns the seed of the fault schedule: -e2e.seed, else
