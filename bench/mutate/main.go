@@ -251,9 +251,6 @@ func (r *runner) mutate(m mutation) result {
 
 // runPackages runs m's packages in order until one fails.
 func (r *runner) runPackages(m mutation) (status, string) {
-	if out, err := r.goCmd(context.Background(), "build", "./..."); err != nil {
-		return broken, firstLine(out)
-	}
 	ran := 0
 	for _, p := range m.Run {
 		if !r.wanted(p) || r.failing[p] {
