@@ -229,7 +229,18 @@ func (c *cluster) chaosMove(agent string, src, tgt int, r round) (string, *track
 	wait := c.inject(r, src, tgt, tr)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	tr.begin()
-	res, err := c.procs[src].client().Move(ctx, agent, api.MoveRequest{To: c.procs[tgt].id}, func(p api.MoveProgress) { tr.saw(p.Phase) })
+	var res api.MoveResult
+	var err error
+	for wait := 0; ; wait++ {
+		res, err = c.procs[src].client().Move(ctx, agent, api.MoveRequest{To: c.procs[tgt].id}, func(p api.MoveProgress) { tr.saw(p.Phase) })
+		// A source restarted after a kill may still be sending the abort
+		// of its last move, and refuses a new one until it is answered:
+		// ask again, so that the aimed faults meet a move.
+		if !errors.Is(err, api.ErrConflict) || wait == 30 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	tr.end(res.Outcome)
 	cancel()
 	lands := wait()
@@ -487,6 +498,7 @@ func (c *cluster) checkJournalsOnDisk(agent string) {
 type monitor struct {
 	mu    sync.Mutex
 	found []string
+	seen  map[string]bool // what was reported, once per kind, node and epochs
 	// ran holds, per epoch, the first answer that reported the agent
 	// running under it.
 	ran  map[uint64]sighting
@@ -543,7 +555,7 @@ func (m *monitor) check(c *cluster, vs []view) {
 	}
 	for e, names := range byEpoch {
 		if len(names) > 1 {
-			m.report("%s run the agent at epoch %d", strings.Join(names, " and "), e)
+			m.report(fmt.Sprint("same", names, e), "%s run the agent at epoch %d", strings.Join(names, " and "), e)
 		}
 	}
 	for i, v := range vs {
@@ -561,7 +573,7 @@ func (m *monitor) check(c *cluster, vs []view) {
 func (m *monitor) checkOlder(node string, v view) {
 	for e, s := range m.ran {
 		if e > v.st.Epoch && s.answered.Before(v.asked) {
-			m.report("%s runs the agent at epoch %d (asked %s) after %s ran it at epoch %d (answered %s)",
+			m.report(fmt.Sprint("older", node, v.st.Epoch, s.node, e), "%s runs the agent at epoch %d (asked %s) after %s ran it at epoch %d (answered %s)",
 				node, v.st.Epoch, v.asked.Format(time.StampMilli), s.node, e, s.answered.Format(time.StampMilli))
 		}
 	}
@@ -577,11 +589,20 @@ func (m *monitor) checkSteps(node string, prev, v view) {
 		return
 	}
 	if v.st.Steps > prev.st.Steps {
-		m.report("%s took %d steps while it reported the agent %s then %s", node, v.st.Steps-prev.st.Steps, prev.st.State, v.st.State)
+		m.report(fmt.Sprint("steps", node, v.st.State, v.st.Epoch), "%s took %d steps while it reported the agent %s then %s", node, v.st.Steps-prev.st.Steps, prev.st.State, v.st.State)
 	}
 }
 
-func (m *monitor) report(format string, args ...any) {
+// report records a sign of two runners the first time its key is seen (a
+// second runner is seen again at every poll until it stops).
+func (m *monitor) report(key, format string, args ...any) {
+	if m.seen == nil {
+		m.seen = map[string]bool{}
+	}
+	if m.seen[key] {
+		return
+	}
+	m.seen[key] = true
 	m.found = append(m.found, fmt.Sprintf(format, args...)+" ("+time.Now().Format(time.StampMilli)+")")
 }
 

@@ -28,10 +28,14 @@ const (
 	// source never runs after activate is sent, docs/PROTOCOL.md §6 R5), so
 	// a start that is not refused shows up as a second runner.
 	faultStart faultKind = "start-source"
+	// faultLoseReplies lets source->target requests through and throws
+	// their replies away for Hold, then cuts: aimed at activate, the target
+	// activates and the source never hears it (it must resolve, §6 R10).
+	faultLoseReplies faultKind = "lose-replies"
 )
 
 var faultKinds = []faultKind{faultKillSource, faultKillTarget, faultKillOther, faultCut,
-	faultPartition, faultBlackhole, faultLatency, faultDrop, faultStart}
+	faultPartition, faultBlackhole, faultLatency, faultDrop, faultStart, faultLoseReplies}
 
 // aim names the moment of a move a fault is scheduled against. The test
 // learns the move's phases from the source node's progress stream (the
@@ -100,10 +104,16 @@ func planRounds(seed int64, n int) []round {
 		}
 		a := aims[aimed%len(aims)]
 		f := drawFault(rng, a)
-		if a == aimActivate && aimed/len(aims)%2 == 0 {
-			// Every other fault aimed at the activate round trip is an
-			// operator's start on the source: the window of issue 18 item 1.
-			f = fault{Kind: faultStart, Aim: a}
+		if a == aimActivate {
+			// Of the faults aimed at the activate round trip, one in three
+			// is an operator's start on the source (the window of issue 18
+			// item 1) and one in three loses the activated reply.
+			switch aimed / len(aims) % 3 {
+			case 0:
+				f = fault{Kind: faultStart, Aim: a}
+			case 1:
+				f = fault{Kind: faultLoseReplies, Aim: a, Hold: ms(100 + rng.IntN(500))}
+			}
 		}
 		out[i] = append(out[i], f)
 		aimed++
@@ -134,6 +144,8 @@ func drawFault(rng *rand.Rand, a aim) fault {
 		f.Hold = ms(50 + rng.IntN(550)) // down time
 	case faultPartition, faultBlackhole:
 		f.Hold = ms(100 + rng.IntN(1400))
+	case faultLoseReplies:
+		f.Hold = ms(100 + rng.IntN(500))
 	case faultLatency:
 		f.Hold, f.N = ms(300+rng.IntN(1200)), int64(2+rng.IntN(40))
 	case faultDrop:
@@ -204,6 +216,11 @@ func (c *cluster) apply(f fault, src, tgt int) {
 		fwd.DropAfter(-1)
 	case faultStart:
 		c.operatorStart(src)
+	case faultLoseReplies:
+		fwd.LoseReplies(true)
+		time.Sleep(f.Hold)
+		fwd.LoseReplies(false)
+		fwd.Cut() // what waits for a lost reply fails now
 	}
 }
 

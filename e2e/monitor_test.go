@@ -55,6 +55,7 @@ func TestMonitor(t *testing.T) {
 		{"the old holder still runs beside the new one", [][2]poll{
 			{{run, 3, 10, 1, 0, 5}, {run, 4, 1, 1, 0, 2}},
 			{{run, 3, 11, 1, 50, 51}, {run, 4, 2, 1, 50, 51}},
+			{{run, 3, 12, 1, 100, 101}, {run, 4, 3, 1, 100, 101}}, // reported once
 		}, []string{"n1 runs the agent at epoch 3"}},
 		{"the old holder comes back after a restart", [][2]poll{
 			{{retired, 4, 0, 1, 0, 1}, {run, 4, 1, 1, 0, 1}},
@@ -160,22 +161,26 @@ func TestTrackerGates(t *testing.T) {
 }
 
 // TestPlanRounds checks that a schedule aims at every phase in turn, that
-// the same seed gives the same schedule, and that operator starts go to
-// the activate round trip.
+// the same seed gives the same schedule, and that operator starts and lost
+// replies go to the activate round trip.
 func TestPlanRounds(t *testing.T) {
 	plan := planRounds(42, 20)
 	if diff := cmp.Diff(plan, planRounds(42, 20)); diff != "" {
 		t.Fatalf("the same seed planned two schedules:\n%s", diff)
 	}
 	var got []aim
-	starts := 0
+	starts, lost := 0, 0
 	for _, r := range plan {
 		if len(r) > 0 {
 			got = append(got, r[0].Aim)
 		}
 		for _, f := range r {
-			if f.Kind == faultStart && f.Aim == aimActivate {
+			switch {
+			case f.Aim != aimActivate:
+			case f.Kind == faultStart:
 				starts++
+			case f.Kind == faultLoseReplies:
+				lost++
 			}
 		}
 	}
@@ -184,8 +189,8 @@ func TestPlanRounds(t *testing.T) {
 			t.Fatalf("aimed fault %d aims at %s, want %s (aims in turn: %v)", i, a, want, got)
 		}
 	}
-	if len(got) < 3*len(aims) || starts == 0 {
-		t.Errorf("%d aimed faults, %d operator starts at activate: want at least %d and one", len(got), starts, 3*len(aims))
+	if len(got) < 3*len(aims) || starts == 0 || lost == 0 {
+		t.Errorf("%d aimed faults, %d operator starts and %d lost replies at activate: want at least %d, one and one", len(got), starts, lost, 3*len(aims))
 	}
 }
 
