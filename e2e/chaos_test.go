@@ -20,8 +20,9 @@ import (
 // TestChaosRing moves one agent round a ring of three real node processes,
 // each reaching the others through its own fault proxy, while a seeded
 // schedule kills processes with SIGKILL (restarting them on the same data
-// folder) and cuts, partitions, blackholes, slows and truncates their
-// connections. It then checks, from the outside:
+// folder), cuts, partitions, blackholes, slows and truncates their
+// connections, loses their replies, and has an operator start the agent on
+// the source mid-move. It then checks, from the outside:
 //
 //   - safety, all along: no two nodes ever report running the agent under
 //     the same epoch, no node reports running it under an epoch older than
