@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,11 +20,15 @@ import (
 // TestChaosRing moves one agent round a ring of three real node processes,
 // each reaching the others through its own fault proxy, while a seeded
 // schedule kills processes with SIGKILL (restarting them on the same data
-// folder) and cuts, partitions, blackholes, slows and truncates their
-// connections. It then checks, from the outside:
+// folder), cuts, partitions, blackholes, slows and truncates their
+// connections, loses their replies, and has an operator start the agent on
+// the source mid-move. It then checks, from the outside:
 //
 //   - safety, all along: no two nodes ever report running the agent under
-//     the same epoch (polled every 50 ms);
+//     the same epoch, no node reports running it under an epoch older than
+//     one another node was already seen running it under (an old holder
+//     still running beside the new one), and no node's runner takes steps
+//     while it reports the agent frozen or retired (polled every 50 ms);
 //   - safety, on disk: the journals of all nodes, merged, verify, have no
 //     fork, and show no two machines writing under the same epoch and no
 //     machine going back to an older epoch (docs/PROTOCOL.md, the
@@ -32,15 +37,19 @@ import (
 //     resolve` settled any move left waiting), exactly one node runs the
 //     agent and every node's view leads to it;
 //   - liveness: a last move without faults commits, and afterwards the
-//     agent's journal grows on the new holder and nowhere else.
+//     agent's journal grows on the new holder and nowhere else;
+//   - aim: the faults began where they were aimed (during pre-copy, between
+//     offer and activate, right after activate is sent), at least one in
+//     each, and most of them inside the move (checkAim).
+//
+// The seed comes from -e2e.seed, else from $CAPSULE_E2E_SEED (.ci/run sets
+// one per run and prints it), else from the clock; it is printed with the
+// command that replays the schedule.
 func TestChaosRing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real node processes; skipped with -short")
 	}
-	seed := *flagSeed
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
+	seed := chaosSeed(t)
 	rounds := *flagRounds
 	t.Logf("seed %d, %d rounds; replay the fault schedule with:\n  go test ./e2e -run TestChaosRing -v -e2e.seed=%d -e2e.rounds=%d\n(the schedule replays exactly; process timing does not)", seed, rounds, seed, rounds)
 	start := time.Now()
@@ -50,7 +59,7 @@ func TestChaosRing(t *testing.T) {
 	t.Cleanup(func() {
 		mon.stop()
 		if v := mon.violations(); len(v) > 0 {
-			t.Errorf("two nodes reported running the agent under one epoch:\n  %s", strings.Join(v, "\n  "))
+			t.Errorf("two runners of the agent:\n  %s", strings.Join(v, "\n  "))
 		}
 	})
 	t.Logf("agent %s created on n1; nodes %s", agent, c.names())
@@ -76,21 +85,24 @@ func TestChaosRing(t *testing.T) {
 }
 
 // chaosRounds runs one move with faults per round, from the holder to the
-// next node of the ring, settling the cluster after each, and returns the
-// holder at the end.
+// next node of the ring, settling the cluster after each, checks where the
+// faults began, and returns the holder at the end.
 func (c *cluster) chaosRounds(agent string, plan []round, holder int) int {
 	t := c.t
 	tally := map[string]int{}
-	cov := coverage{}
+	cov := newCoverage()
 	for i, r := range plan {
 		src, tgt := holder, (holder+1)%len(c.procs)
 		began := time.Now()
-		outcome, took := c.chaosMove(agent, src, tgt, r)
+		outcome, tr, lands := c.chaosMove(agent, src, tgt, r)
 		tally[outcome]++
-		for _, f := range r {
-			cov.add(f, took)
+		var where []string
+		for j, f := range r {
+			cov.add(f, lands[j])
+			where = append(where, string(lands[j]))
 		}
-		t.Logf("round %2d: %s -> %s with %s: %s after %v", i+1, c.procs[src].name, c.procs[tgt].name, r, outcome, took.Round(time.Millisecond))
+		t.Logf("round %2d: %s -> %s with %s: %s after %v", i+1, c.procs[src].name, c.procs[tgt].name, r, outcome, tr.took().Round(time.Millisecond))
+		t.Logf("          phases %s; faults began in %s", tr.phases(), strings.Join(where, ", "))
 		holder = c.settle(agent)
 		t.Logf("          settled after %v; holder %s", time.Since(began).Round(time.Millisecond), c.procs[holder].name)
 		if outcome == api.OutcomeRolledBack {
@@ -104,8 +116,62 @@ func (c *cluster) chaosRounds(agent string, plan []round, holder int) int {
 		}
 	}
 	t.Logf("outcomes: %v", tally)
-	t.Logf("faults (inside the move / drawn): %s", cov)
+	t.Logf("where the faults began:%s", cov)
+	checkAim(t, cov, len(plan))
 	return holder
+}
+
+// Aim thresholds: with at least minAimedRounds rounds, every phase of aims
+// must get a fault that began in it, and at least minInside of the aimed
+// faults must begin inside the move (before it answered). Fewer rounds
+// only log the coverage.
+const (
+	minAimedRounds = 6
+	minInside      = 0.6
+)
+
+// checkAim fails the test when the faults missed what they aimed at.
+func checkAim(t *testing.T, cov *coverage, rounds int) {
+	t.Helper()
+	if rounds < minAimedRounds {
+		t.Logf("aim not checked: %d rounds, fewer than %d", rounds, minAimedRounds)
+		return
+	}
+	for _, p := range aimProblems(cov) {
+		t.Error(p)
+	}
+}
+
+// aimProblems lists how the faults missed their aims: a phase no fault
+// began in, or too few aimed faults inside the move.
+func aimProblems(cov *coverage) []string {
+	var out []string
+	for _, a := range aims {
+		if cov.hits(a) == 0 {
+			out = append(out, fmt.Sprintf("none of the %d faults aimed at %s began there", cov.drawn[a], a))
+		}
+	}
+	in, all := cov.inside(aims...)
+	if float64(in) < minInside*float64(all) {
+		out = append(out, fmt.Sprintf("only %d of %d aimed faults began inside the move, want at least %.0f%%", in, all, 100*minInside))
+	}
+	return out
+}
+
+// chaosSeed returns the seed of the fault schedule: -e2e.seed, else
+// $CAPSULE_E2E_SEED, else one from the clock.
+func chaosSeed(t *testing.T) int64 {
+	if *flagSeed != 0 {
+		return *flagSeed
+	}
+	if s := os.Getenv("CAPSULE_E2E_SEED"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n == 0 {
+			t.Fatalf("CAPSULE_E2E_SEED=%q: want a non-zero integer", s)
+		}
+		return n
+	}
+	return time.Now().UnixNano()
 }
 
 // checkLiveness makes a move without faults, which must commit, and checks
@@ -154,33 +220,42 @@ func (c *cluster) names() string {
 	return strings.Join(parts, " ")
 }
 
-// chaosMove moves the agent from src to tgt while the round's faults
-// happen, waits for the faults to be over and every node to be up again,
-// and returns a short word for what the move reported and how long the
-// `capsule move` command took.
-func (c *cluster) chaosMove(agent string, src, tgt int, r round) (string, time.Duration) {
-	wait := c.inject(r, src, tgt)
+// chaosMove moves the agent from src to tgt over the source's local API,
+// following the move's phases on its progress stream while the round's
+// faults happen, each aimed at a phase; it waits for the faults to be over
+// and every node to be up again, and returns a short word for what the
+// move reported, the move's tracker and where each fault began.
+func (c *cluster) chaosMove(agent string, src, tgt int, r round) (string, *tracker, []landing) {
+	tr := newTracker()
+	wait := c.inject(r, src, tgt, tr)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	began := time.Now()
-	res, err := c.move(ctx, c.procs[src], agent, c.procs[tgt])
-	took := time.Since(began)
+	tr.begin()
+	var res api.MoveResult
+	var err error
+	for wait := 0; ; wait++ {
+		res, err = c.procs[src].client().Move(ctx, agent, api.MoveRequest{To: c.procs[tgt].id}, func(p api.MoveProgress) { tr.saw(p.Phase) })
+		// A source restarted after a kill may still be sending the abort
+		// of its last move, and refuses a new one until it is answered:
+		// ask again, so that the aimed faults meet a move.
+		if !errors.Is(err, api.ErrConflict) || wait == 30 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tr.end(res.Outcome)
 	cancel()
-	wait()
+	lands := wait()
 	c.heal()
 	for _, p := range c.procs {
 		c.restart(p)
 	}
 	switch {
-	case res.Outcome != "":
-		return res.Outcome, took
 	case err != nil:
-		var ce *cliError
-		if errors.As(err, &ce) {
-			return "no result (" + firstLine(ce.Stderr) + ")", took
-		}
-		return "no result (" + firstLine(err.Error()) + ")", took
+		return "no result (" + firstLine(err.Error()) + ")", tr, lands
+	case res.Outcome == "":
+		return "no result", tr, lands
 	}
-	return "no result", took
+	return res.Outcome, tr, lands
 }
 
 func firstLine(s string) string {
@@ -409,18 +484,44 @@ func (c *cluster) checkJournalsOnDisk(agent string) {
 	}
 }
 
-// monitor polls every node every 50 ms and records any moment two nodes
-// report running the agent under the same epoch.
+// monitor polls every node every 50 ms and records every sign of two
+// runners:
+//
+//   - two nodes report running the agent under the same epoch;
+//   - a node reports running it under an epoch below one that another (or
+//     the same) node was seen running it under, in an answer received
+//     before this question was asked: the old holder still runs beside the
+//     new one (or came back). Asking after the other answer arrived rules
+//     out a mere skew between two samples of one poll;
+//   - a node's runner takes steps between two polls while the node
+//     reports the agent frozen or retired in both (same process, polls less
+//     than stepWindow apart): it says it stopped but its runner goes on.
 type monitor struct {
 	mu    sync.Mutex
 	found []string
-	done  chan struct{}
-	once  sync.Once
-	wg    sync.WaitGroup
+	seen  map[string]bool // what was reported, once per kind, node and epochs
+	// ran holds, per epoch, the first answer that reported the agent
+	// running under it.
+	ran  map[uint64]sighting
+	last []view // the previous poll
+	done chan struct{}
+	once sync.Once
+	wg   sync.WaitGroup
 }
 
+// sighting is one node reporting the agent running.
+type sighting struct {
+	node     string
+	answered time.Time
+}
+
+// stepWindow bounds the time between two polls for the steps check: a
+// frozen agent may resume (rollback) and freeze again for the next move,
+// but not this fast.
+const stepWindow = 400 * time.Millisecond
+
 func (c *cluster) monitor(agent string) *monitor {
-	m := &monitor{done: make(chan struct{})}
+	m := &monitor{done: make(chan struct{}), ran: map[uint64]sighting{}}
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -437,19 +538,73 @@ func (c *cluster) monitor(agent string) *monitor {
 }
 
 func (m *monitor) check(c *cluster, vs []view) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	byEpoch := map[uint64][]string{}
 	for i, v := range vs {
-		if v.up && v.err == nil && v.st.State == api.StateRunning {
-			byEpoch[v.st.Epoch] = append(byEpoch[v.st.Epoch], c.procs[i].name)
+		if !v.up || v.err != nil {
+			continue
+		}
+		name := c.procs[i].name
+		if v.st.State == api.StateRunning {
+			byEpoch[v.st.Epoch] = append(byEpoch[v.st.Epoch], name)
+			m.checkOlder(name, v)
+		}
+		if m.last != nil {
+			m.checkSteps(name, m.last[i], v)
 		}
 	}
 	for e, names := range byEpoch {
 		if len(names) > 1 {
-			m.mu.Lock()
-			m.found = append(m.found, fmt.Sprintf("%s at epoch %d (%s)", strings.Join(names, " and "), e, time.Now().Format(time.StampMilli)))
-			m.mu.Unlock()
+			m.report(fmt.Sprint("same", names, e), "%s run the agent at epoch %d", strings.Join(names, " and "), e)
 		}
 	}
+	for i, v := range vs {
+		if v.up && v.err == nil && v.st.State == api.StateRunning {
+			if s, ok := m.ran[v.st.Epoch]; !ok || v.answered.Before(s.answered) {
+				m.ran[v.st.Epoch] = sighting{node: c.procs[i].name, answered: v.answered}
+			}
+		}
+	}
+	m.last = vs
+}
+
+// checkOlder reports node running at an epoch below one seen running
+// before v was asked.
+func (m *monitor) checkOlder(node string, v view) {
+	for e, s := range m.ran {
+		if e > v.st.Epoch && s.answered.Before(v.asked) {
+			m.report(fmt.Sprint("older", node, v.st.Epoch, s.node, e), "%s runs the agent at epoch %d (asked %s) after %s ran it at epoch %d (answered %s)",
+				node, v.st.Epoch, v.asked.Format(time.StampMilli), s.node, e, s.answered.Format(time.StampMilli))
+		}
+	}
+}
+
+// checkSteps reports a runner that stepped while its node said the agent
+// was frozen or retired.
+func (m *monitor) checkSteps(node string, prev, v view) {
+	stopped := func(w view) bool {
+		return w.up && w.err == nil && (w.st.State == api.StateFrozen || w.st.State == api.StateRetired)
+	}
+	if !stopped(prev) || !stopped(v) || prev.start != v.start || v.asked.Sub(prev.answered) > stepWindow {
+		return
+	}
+	if v.st.Steps > prev.st.Steps {
+		m.report(fmt.Sprint("steps", node, v.st.State, v.st.Epoch), "%s took %d steps while it reported the agent %s then %s", node, v.st.Steps-prev.st.Steps, prev.st.State, v.st.State)
+	}
+}
+
+// report records a sign of two runners the first time its key is seen (a
+// second runner is seen again at every poll until it stops).
+func (m *monitor) report(key, format string, args ...any) {
+	if m.seen == nil {
+		m.seen = map[string]bool{}
+	}
+	if m.seen[key] {
+		return
+	}
+	m.seen[key] = true
+	m.found = append(m.found, fmt.Sprintf(format, args...)+" ("+time.Now().Format(time.StampMilli)+")")
 }
 
 func (m *monitor) stop() {
@@ -461,27 +616,4 @@ func (m *monitor) violations() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]string(nil), m.found...)
-}
-
-// coverage counts, per fault kind, the faults drawn and those that began
-// while the `capsule move` command was still running.
-type coverage map[faultKind][2]int
-
-func (cv coverage) add(f fault, moveTook time.Duration) {
-	n := cv[f.Kind]
-	n[1]++
-	if f.At < moveTook {
-		n[0]++
-	}
-	cv[f.Kind] = n
-}
-
-func (cv coverage) String() string {
-	var parts []string
-	for _, k := range faultKinds {
-		if n, ok := cv[k]; ok {
-			parts = append(parts, fmt.Sprintf("%s %d/%d", k, n[0], n[1]))
-		}
-	}
-	return strings.Join(parts, ", ")
 }

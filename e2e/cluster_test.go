@@ -98,6 +98,7 @@ func loopbackIPs(t *testing.T, n int) []string {
 
 // newCluster creates n nodes (keys, peers through proxies) and starts them.
 func newCluster(t *testing.T, n int) *cluster {
+	trackSources(t)
 	root := t.TempDir()
 	if *flagKeep {
 		var err error
@@ -337,11 +338,16 @@ func (c *cluster) resolve(ctx context.Context, p *proc, agent string) (api.MoveS
 	return st, json.Unmarshal([]byte(out), &st)
 }
 
-// view is what one node says about the agent at one moment.
+// view is what one node says about the agent at one moment: the answer
+// was made between asked and answered, by the start-th process of the
+// node.
 type view struct {
-	up  bool
-	err error
-	st  api.AgentStatus
+	up       bool
+	err      error
+	st       api.AgentStatus
+	asked    time.Time
+	answered time.Time
+	start    int
 }
 
 // views asks every node about the agent over its local API.
@@ -352,13 +358,17 @@ func (c *cluster) views(agent string) []view {
 		if !p.running() {
 			continue
 		}
+		p.mu.Lock()
+		start := p.starts
+		p.mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
+			asked := time.Now()
 			st, err := p.client().Agent(ctx, agent)
-			out[i] = view{up: true, err: err, st: st}
+			out[i] = view{up: true, err: err, st: st, asked: asked, answered: time.Now(), start: start}
 		}()
 	}
 	wg.Wait()

@@ -154,7 +154,7 @@ func (l *link) pipe(src, dst *net.TCPConn, up bool) {
 	queue := make(chan chunk, queueLen)
 	wrote := make(chan bool, 1)
 	go func() { wrote <- l.drain(queue, dst, up) }()
-	end := l.read(src, queue)
+	end := l.read(src, queue, up)
 	close(queue)
 	if end == endFailed {
 		l.close()
@@ -167,11 +167,16 @@ func (l *link) pipe(src, dst *net.TCPConn, up bool) {
 }
 
 // read moves src's bytes into queue until EOF, an error, a cut, or the
-// byte limit.
-func (l *link) read(src *net.TCPConn, queue chan<- chunk) readEnd {
+// byte limit. Replies (up false) read while the proxy loses them are
+// thrown away.
+func (l *link) read(src *net.TCPConn, queue chan<- chunk, up bool) readEnd {
 	for {
 		bp := chunkPool.Get().(*[]byte)
 		n, err := src.Read(*bp)
+		if n > 0 && !up && l.p.losing() {
+			l.p.countEvent(func(s *Stats) { s.BytesLost += int64(n) })
+			n = 0
+		}
 		if n > 0 {
 			c, ok := l.admit(bp, n)
 			if !ok {

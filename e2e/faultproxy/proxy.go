@@ -2,7 +2,8 @@
 // between real processes on loopback: it accepts connections, dials the
 // upstream for each, and copies bytes both ways, unless told to cut the
 // current connections, refuse new ones (a partition), add latency, drop a
-// connection after N bytes, or blackhole (accept but never forward).
+// connection after N bytes, blackhole (accept but never forward), or lose
+// the replies (forward the requests, throw away what comes back).
 //
 // Every control acts on one Proxy and takes effect at once, on the
 // connections already open as well as on new ones (see each method). The
@@ -37,6 +38,7 @@ type Stats struct {
 	Dropped    int   // connections closed by DropAfter's limit
 	BytesUp    int64 // bytes written to the upstream (client to server)
 	BytesDown  int64 // bytes written to the client (server to client)
+	BytesLost  int64 // server-to-client bytes thrown away by LoseReplies
 }
 
 // Proxy forwards TCP connections from its listening address to an upstream
@@ -51,6 +53,7 @@ type Proxy struct {
 	dropAfter int64 // bytes per connection; < 0: no limit
 	blackhole bool
 	open      chan struct{} // closed while the blackhole is off
+	lose      bool          // throw away server-to-client bytes
 	stats     Stats
 	closed    bool
 	wg        sync.WaitGroup
@@ -221,10 +224,28 @@ func (p *Proxy) Blackhole(on bool) {
 	}
 }
 
-// Heal removes every fault: it accepts again, lifts the blackhole, and
-// removes latency and the byte limit. Connections already cut stay closed.
+// LoseReplies, when on, throws away every byte the upstream sends back, on
+// open and new connections, while the client's bytes still reach it: a
+// request arrives and is acted on, and its reply is lost. The connections
+// stay open; Cut closes them.
+func (p *Proxy) LoseReplies(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lose = on
+}
+
+func (p *Proxy) losing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lose
+}
+
+// Heal removes every fault: it accepts again, lifts the blackhole, stops
+// losing replies, and removes latency and the byte limit. Connections
+// already cut stay closed.
 func (p *Proxy) Heal() error {
 	p.Blackhole(false)
+	p.LoseReplies(false)
 	p.SetLatency(0)
 	p.DropAfter(-1)
 	return p.Accept()

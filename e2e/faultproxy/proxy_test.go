@@ -307,3 +307,59 @@ func TestClosedProxyRefusesControls(t *testing.T) {
 		}
 	}
 }
+
+func TestLoseRepliesForwardsRequestsOnly(t *testing.T) {
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { up.Close() })
+	got := make(chan []byte, 4)
+	go func() {
+		for {
+			c, err := up.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b := make([]byte, 5)
+				for {
+					if _, err := io.ReadFull(c, b); err != nil {
+						return
+					}
+					got <- append([]byte(nil), b...)
+					if _, err := c.Write(b); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	p := newProxy(t, up.Addr().String())
+	c := dial(t, p.Addr())
+	if b, err := roundTrip(c, []byte("hello"), 2*time.Second); err != nil || string(b) != "hello" {
+		t.Fatalf("before: %q, %v", b, err)
+	}
+	<-got
+	p.LoseReplies(true)
+	if b, err := roundTrip(c, []byte("again"), 300*time.Millisecond); err == nil || len(b) != 0 {
+		t.Errorf("with replies lost the client read %q, %v; want nothing before the deadline", b, err)
+	}
+	select {
+	case b := <-got:
+		if string(b) != "again" {
+			t.Errorf("the upstream got %q, want again", b)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the request did not reach the upstream while replies were lost")
+	}
+	waitFor(t, "the lost reply counted", func() bool { return p.Stats().BytesLost == 5 })
+	if err := p.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := dial(t, p.Addr())
+	if b, err := roundTrip(c2, []byte("third"), 2*time.Second); err != nil || string(b) != "third" {
+		t.Errorf("after heal: %q, %v", b, err)
+	}
+}
