@@ -300,11 +300,11 @@ func TestRecordWorkMatchesBuildSnapshot(t *testing.T) {
 					}
 				}
 			}
-			if fsName == "os" && cache.hits == 0 {
+			if fsName == "os" && cache.hitCount() == 0 {
 				t.Error("the stat cache was never used")
 			}
-			if fsName == "mem" && cache.hits != 0 {
-				t.Errorf("the stat cache answered %d times on a file system without modification times", cache.hits)
+			if fsName == "mem" && cache.hitCount() != 0 {
+				t.Errorf("the stat cache answered %d times on a file system without modification times", cache.hitCount())
 			}
 		})
 	}

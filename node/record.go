@@ -88,12 +88,12 @@ func (a *agent) frozenInventory(mr *moveRun) (transfer.Inventory, error) {
 	if err != nil {
 		return transfer.Inventory{}, fmt.Errorf("inventory: %w", err)
 	}
-	start, hits := a.n.clock.Now(), a.cache.hits
+	start, hits := a.n.clock.Now(), a.cache.hitCount()
 	rec, err := a.record()
 	if err != nil {
 		return transfer.Inventory{}, err
 	}
-	a.n.log.Debug("workspace recorded", "agent", a.id, "entries", len(rec.snap.Entries), "cached", a.cache.hits-hits, "ms", a.n.clock.Now().Sub(start).Milliseconds())
+	a.n.log.Debug("workspace recorded", "agent", a.id, "entries", len(rec.snap.Entries), "cached", a.cache.hitCount()-hits, "ms", a.n.clock.Now().Sub(start).Milliseconds())
 	sb, err := rec.snap.Marshal()
 	if err != nil {
 		return transfer.Inventory{}, err

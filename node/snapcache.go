@@ -61,7 +61,16 @@ type statCache struct {
 	dir    string // the workspace it describes
 	files  map[string]cachedFile
 	stored map[digest.Digest]bool
-	hits   int // lookups answered from the cache (tests read it)
+	hits   int // lookups answered from the cache; read with hitCount
+}
+
+// hitCount is the number of lookups the cache has answered. rehashLater
+// looks up beside a freeze that reads the count for its log line, so the
+// count is read under mu like every other field.
+func (c *statCache) hitCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hits
 }
 
 func (c *statCache) isStored(d digest.Digest) bool {

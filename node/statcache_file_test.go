@@ -55,12 +55,12 @@ func recordAfterRestart(t *testing.T, dir, id string) (*capsule.Snapshot, int) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	hits := a.cache.hits
+	hits := a.cache.hitCount()
 	rec, err := a.record()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rec.snap, a.cache.hits - hits
+	return rec.snap, a.cache.hitCount() - hits
 }
 
 // TestStatCacheSurvivesRestart checks that the stat cache a stopping node
