@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"time"
 
@@ -24,13 +23,12 @@ func (n *Node) client(id ID) (*api.PeerClient, error) {
 	if c, ok := n.clients[key]; ok {
 		return c, nil
 	}
-	var rt http.RoundTripper = &http.Transport{
-		TLSClientConfig:     ClientTLS(n.cert, id),
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		TLSHandshakeTimeout: 5 * time.Second,
+	dial := dialPeerTLS(ClientTLS(n.cert, id))
+	var rt http.RoundTripper = alertTransport{rt: &http.Transport{
+		DialTLSContext:      dial,
 		MaxIdleConnsPerHost: 4,
 		IdleConnTimeout:     90 * time.Second,
-	}
+	}, dial: dial}
 	if n.cfg.WrapTransport != nil {
 		rt = n.cfg.WrapTransport(id, rt)
 	}
