@@ -233,6 +233,71 @@ func TestCommitDetectsAnotherWriter(t *testing.T) {
 	}
 }
 
+// FORMAT §4.2: a writer refuses to commit while .commit/ exists, whether
+// another writer is staging (no manifest yet) or one crashed past its commit
+// point (.commit/manifest.json, which only recovery may roll forward). The
+// refusal comes before fn runs and leaves every byte of .commit/ and of
+// manifest.json as it was.
+func TestCommitRefusedWhilePending(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		staged map[string]string // name in .commit/ -> content
+	}{
+		{"staging", map[string]string{pendingName("memory/working_memory.md"): "the other writer's notes\n"}},
+		{"past the commit point", map[string]string{
+			pendingName("memory/working_memory.md"): "the other writer's notes\n",
+			manifest.FileName:                       `{"the other writer's":"manifest"}`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCapsule(t)
+			pending := hostPath(c.Dir(), PendingDir)
+			if err := os.Mkdir(pending, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, content := range tc.staged {
+				if err := os.WriteFile(filepath.Join(pending, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := readTree(t, c.Dir())
+			ran := false
+			err := c.Commit(func(tx *Tx) error {
+				ran = true
+				return tx.SetWorkingMemory([]byte("my notes\n"))
+			})
+			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), PendingDir) {
+				t.Errorf("commit with %s present: got %v, want ErrConflict naming %s", PendingDir, err, PendingDir)
+			}
+			if ran {
+				t.Error("fn ran although the commit was refused")
+			}
+			if diff := cmp.Diff(before, readTree(t, c.Dir())); diff != "" {
+				t.Errorf("a refused commit changed the capsule (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// readTree returns the content of every regular file under dir, by slash path.
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
 func TestSetJournalNeedsTheBytes(t *testing.T) {
 	c := newCapsule(t)
 	line := []byte(`{"id":"x"}` + "\n")

@@ -109,6 +109,11 @@ func TestHostileJournals(t *testing.T) {
 			ls[4] = reseal(t, base[4], func(e *Event) { e.Clock = 2 })
 			return ls[:5]
 		}, []found{{5, CodeOrder}, {5, CodeClock}}, "a", "does not come after"},
+		{"clock repeated along one machine", func(ls [][]byte) [][]byte {
+			// a3 right after a2, at a2's clock: the order (clock, machine, seq)
+			// still rises, so only the chain's strict clock rule sees it.
+			return append(ls[:3], reseal(t, base[4], func(e *Event) { e.Clock = base[2].Clock }))
+		}, []found{{4, CodeClock}}, "a", "clock 3 is not greater than clock 3 of seq 2 at line 3"},
 		{"epoch going backwards", func(ls [][]byte) [][]byte {
 			ls[4] = reseal(t, base[4], func(e *Event) { e.Epoch = 0 })
 			return ls[:5]

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
@@ -310,7 +311,11 @@ func TestShadowBlobLostFromStore(t *testing.T) {
 	}
 	switch {
 	case res.Outcome == api.OutcomeRolledBack && strings.Contains(res.Reason, removed):
+		// The rollback returns while the source still waits for the
+		// target's answer to its abort (phase aborting), and until then
+		// it refuses a new move: wait for it, not only for the target.
 		waitSteps(t, a, id, 2)
+		waitSourceDone(t, a, id)
 		waitNoStaging(t, cl, a, id)
 		if res := move(t, a, b, id); res.Outcome != api.OutcomeCommitted {
 			t.Fatalf("second move: %+v", res)
@@ -319,7 +324,50 @@ func TestShadowBlobLostFromStore(t *testing.T) {
 		t.Fatalf("move with %s lost from the target's store: %+v", removed, res)
 	}
 	ag, _ := b.getAgent(id)
-	if probs := verifyCapsule(b.fsys, ag.capsule()); len(probs) > 0 {
-		t.Errorf("target capsule: %v", probs)
+	if r := verifySettled(t, b.fsys, ag.capsule()); len(r.Problems) > 0 || len(unreferenced(r)) > 0 {
+		t.Errorf("target capsule: problems %v, unreferenced blobs %v", r.Problems, unreferenced(r))
+	}
+}
+
+// waitSourceDone waits until node n's latest move of agent id has nothing
+// left to send (an aborting source still resends its abort), and fails the
+// test if it does not within 10s.
+func waitSourceDone(t *testing.T, n *Node, id string) {
+	t.Helper()
+	ag, err := n.getAgent(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	phase := ""
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		ag.mu.Lock()
+		done := ag.source == nil || ag.source.Done()
+		if ag.source != nil {
+			phase = ag.source.Phase()
+		}
+		ag.mu.Unlock()
+		if done {
+			return
+		}
+	}
+	t.Fatalf("the move of %s on %s is still %s after 10s", id, n.ID().Short(), phase)
+}
+
+// verifySettled verifies the capsule of an agent that just moved in. The
+// new holder prunes the blobs the staging brought but nothing references
+// (afterMove), in the background: a verify running meanwhile lists such a
+// blob and then finds it gone. So it verifies again until no unreferenced
+// blob is left (the prune ran) and returns that report, or the last one
+// after 10s.
+func verifySettled(t *testing.T, fsys vfs.FS, dir string) *capsule.Report {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r, err := capsule.Verify(fsys, dir, capsule.VerifyOptions{JournalTail: journalTail, Workers: 2}) // as verifyCapsule
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Problems) == 0 && len(unreferenced(r)) == 0 || time.Now().After(deadline) {
+			return r
+		}
 	}
 }

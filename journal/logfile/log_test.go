@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -177,6 +178,67 @@ func TestCorruptMiddleRefused(t *testing.T) {
 	}
 	if now, _ := os.ReadFile(p); !bytes.Equal(now, bad) {
 		t.Error("a refused open changed the file")
+	}
+}
+
+// TestOpenRefusesWhatACrashCannotLeave (FORMAT §7.8): only the last line,
+// and only beyond the manifest's committed bytes, is a torn append that Open
+// may quarantine. A bad line before a torn last line, or a bad last line the
+// manifest committed, fails the open with the first problem and changes
+// nothing: no quarantine file, no byte of the journal.
+func TestOpenRefusesWhatACrashCannotLeave(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		damage    func(good []byte) []byte
+		committed bool // the manifest commits the whole damaged file
+		line      int  // line of the first problem
+		msg       string
+	}{
+		{"bad middle line and torn last line", func(good []byte) []byte {
+			b := bytes.Replace(good, []byte(`"text":"1"`), []byte(`"text":"X"`), 1)
+			return append(b, `{"body":{"te`...)
+		}, false, 2, ""},
+		{"bad last line inside the committed bytes", func(good []byte) []byte {
+			return bytes.Replace(good, []byte(`"text":"2"`), []byte(`"text":"X"`), 1)
+		}, true, 3, "the committed journal is damaged"},
+		{"unparsable last line inside the committed bytes", func(good []byte) []byte {
+			return append(good, "{not json\n"...)
+		}, true, 4, "the committed journal is damaged"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "timeline_events.jsonl")
+			l, err := Open(Config{Path: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				if _, err := l.Append("m1", journal.KindUser, 0, "", user(fmt.Sprint(i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.Close()
+			good, _ := os.ReadFile(p)
+			bad := tc.damage(bytes.Clone(good))
+			if err := os.WriteFile(p, bad, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			committed := int64(0)
+			if tc.committed {
+				committed = int64(len(bad))
+			}
+			_, err = Open(Config{Path: p, Committed: committed})
+			var ve *journal.VerifyError
+			if !errors.As(err, &ve) || errors.Is(err, ErrShort) || ve.Problems[0].Line != tc.line || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("got %v, want a VerifyError at line %d with %q", err, tc.line, tc.msg)
+			}
+			if now, _ := os.ReadFile(p); !bytes.Equal(now, bad) {
+				t.Errorf("a refused open changed the journal:\n got %q\nwant %q", now, bad)
+			}
+			if q, _ := filepath.Glob(p + QuarantineSuffix + "*"); len(q) > 0 {
+				t.Errorf("a refused open wrote quarantine files %v", q)
+			}
+		})
 	}
 }
 
