@@ -368,8 +368,10 @@ func summarize(results []result) int {
 	return code
 }
 
-// copyTree copies the module at src to dst, leaving out .git and the
-// folders go test and the benchmarks write to.
+// copyTree copies the module at src to dst, leaving out the folders go
+// test and the benchmarks write to. .git comes along (a few MiB): the
+// README test installs the binary with the commit `git rev-parse HEAD`
+// names, so the copy must be a checkout too.
 func copyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -379,7 +381,7 @@ func copyTree(src, dst string) error {
 		if err != nil {
 			return err
 		}
-		if d.Name() == ".git" || rel == filepath.Join("bench", "out") {
+		if rel == filepath.Join("bench", "out") {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
