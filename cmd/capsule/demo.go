@@ -226,6 +226,7 @@ func printPhases(say func(string, ...any), phases []demoPhase) {
 		}
 		say("  %-9s %5d ms %10s %6d %8d%s", p.Phase, p.MS, humanBytes(p.Bytes), p.BlobsSent, p.BlobsSkipped, frozen)
 	}
+	say("  (phase times run between the progress lines as this command received them, so the last phase includes the reply and the report; the frozen window below is what the nodes measured)")
 }
 
 func modelName(m *api.ModelRef) string {
