@@ -128,6 +128,20 @@ func move(t testing.TB, from, to *Node, id string) api.MoveResult {
 	return moveWithin(t, from, to, id, 20*time.Second)
 }
 
+// moveThereAndBack moves agent id from a to b and back, each move committed and
+// followed by a few steps on its new holder.
+func moveThereAndBack(t testing.TB, a, b *Node, id string) {
+	t.Helper()
+	if res := move(t, a, b, id); res.Outcome != api.OutcomeCommitted {
+		t.Fatalf("move A -> B: %+v", res)
+	}
+	waitSteps(t, b, id, 3)
+	if res := move(t, b, a, id); res.Outcome != api.OutcomeCommitted {
+		t.Fatalf("move B -> A: %+v", res)
+	}
+	waitSteps(t, a, id, 3)
+}
+
 func moveWithin(t testing.TB, from, to *Node, id string, d time.Duration) api.MoveResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)

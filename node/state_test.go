@@ -64,14 +64,7 @@ func TestStatusAfterRoundTrip(t *testing.T) {
 	c := newCluster(t, nodeOpts{}, nodeOpts{})
 	a, b := c.nodes[0], c.nodes[1]
 	id := createAgent(t, a, "")
-	if res := move(t, a, b, id); res.Outcome != api.OutcomeCommitted {
-		t.Fatalf("move A -> B: %+v", res)
-	}
-	waitSteps(t, b, id, 3)
-	if res := move(t, b, a, id); res.Outcome != api.OutcomeCommitted {
-		t.Fatalf("move B -> A: %+v", res)
-	}
-	waitSteps(t, a, id, 3)
+	moveThereAndBack(t, a, b, id)
 
 	self := string(a.ID())
 	want := statusView{State: api.StateRunning, Holder: self, Epoch: 3}
@@ -184,14 +177,7 @@ func TestDamagedHolderRecordBlocksAndKeepsAll(t *testing.T) {
 	c.link()
 	a, b := c.nodes[0], c.nodes[1]
 	id := createAgent(t, a, "")
-	if res := move(t, a, b, id); res.Outcome != api.OutcomeCommitted {
-		t.Fatalf("move A -> B: %+v", res)
-	}
-	waitSteps(t, b, id, 3)
-	if res := move(t, b, a, id); res.Outcome != api.OutcomeCommitted {
-		t.Fatalf("move B -> A: %+v", res)
-	}
-	waitSteps(t, a, id, 3)
+	moveThereAndBack(t, a, b, id)
 	if _, err := a.StopAgent(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}

@@ -34,15 +34,7 @@ func TestAppendCrashPoints(t *testing.T) {
 		return l.Close()
 	}
 	vfstest.ForEachCrashPoint(t, nil, op, func(t *testing.T, fsys vfs.FS, at vfstest.CrashPoint) {
-		l, err := Open(Config{FS: fsys, Path: jpath, Epoch: 1})
-		if err != nil {
-			t.Fatalf("%v: reopen: %v", at, err)
-		}
-		defer l.Close()
-		if q := l.Quarantined(); len(q) > 0 && !tornAt(at) {
-			t.Errorf("%v: quarantined %+v after a crash that did not tear", at, q)
-		}
-		events := readJournal(t, fsys)
+		events := reopenAfterCrash(t, fsys, at, 1)
 		if len(events) < acked || len(events) > 3 {
 			t.Errorf("%v: %d events after %d acknowledged appends", at, len(events), acked)
 		}
@@ -60,15 +52,7 @@ func TestAppendCrashPoints(t *testing.T) {
 // verifies, keeps its own event, and holds every acknowledged import and
 // otherwise a prefix of the imported events.
 func TestImportCrashPoints(t *testing.T) {
-	src := journal.NewWriter("src")
-	var tail []journal.Event
-	for i := 0; i < 3; i++ {
-		e, err := src.Next(journal.KindUser, 1, "", user(fmt.Sprint(i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tail = append(tail, e)
-	}
+	tail := sealedElsewhere(t, 3)
 	setup := func(t testing.TB, fsys vfs.FS) {
 		l, err := Open(Config{FS: fsys, Path: jpath, Epoch: 2})
 		if err != nil {
@@ -96,15 +80,7 @@ func TestImportCrashPoints(t *testing.T) {
 		return l.Close()
 	}
 	vfstest.ForEachCrashPoint(t, setup, op, func(t *testing.T, fsys vfs.FS, at vfstest.CrashPoint) {
-		l, err := Open(Config{FS: fsys, Path: jpath, Epoch: 2})
-		if err != nil {
-			t.Fatalf("%v: reopen: %v", at, err)
-		}
-		defer l.Close()
-		if q := l.Quarantined(); len(q) > 0 && !tornAt(at) {
-			t.Errorf("%v: quarantined %+v after a crash that did not tear", at, q)
-		}
-		events := readJournal(t, fsys)
+		events := reopenAfterCrash(t, fsys, at, 2)
 		if len(events) == 0 || events[0].Machine != "dst" {
 			t.Fatalf("%v: the journal's own event is lost: %d events", at, len(events))
 		}
@@ -249,4 +225,20 @@ func TestBrokenAfterFailedUndo(t *testing.T) {
 	if n := len(readJournal(t, mem)); n != 1 {
 		t.Errorf("%d events after reopen, want 1", n)
 	}
+}
+
+// reopenAfterCrash opens, at epoch, the journal a crash at at left: it
+// must open and quarantine nothing unless the crash tore an append. It
+// returns the journal's events.
+func reopenAfterCrash(t *testing.T, fsys vfs.FS, at vfstest.CrashPoint, epoch uint64) []journal.Event {
+	t.Helper()
+	l, err := Open(Config{FS: fsys, Path: jpath, Epoch: epoch})
+	if err != nil {
+		t.Fatalf("%v: reopen: %v", at, err)
+	}
+	defer l.Close()
+	if q := l.Quarantined(); len(q) > 0 && !tornAt(at) {
+		t.Errorf("%v: quarantined %+v after a crash that did not tear", at, q)
+	}
+	return readJournal(t, fsys)
 }

@@ -242,16 +242,24 @@ func TestOpenRefusesWhatACrashCannotLeave(t *testing.T) {
 	}
 }
 
-func TestImport(t *testing.T) {
+// sealedElsewhere returns n user events sealed by another machine ("src"),
+// epoch 1, chained from its first: a tail for Import.
+func sealedElsewhere(t *testing.T, n int) []journal.Event {
+	t.Helper()
 	src := journal.NewWriter("src")
 	var tail []journal.Event
-	for i := 0; i < 3; i++ {
+	for i := range n {
 		e, err := src.Next(journal.KindUser, 1, "", user(fmt.Sprint(i)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		tail = append(tail, e)
 	}
+	return tail
+}
+
+func TestImport(t *testing.T) {
+	tail := sealedElsewhere(t, 3)
 	mem := vfs.NewMem()
 	l := open(t, mem, 2)
 	if n, err := l.Import(tail[:2]); err != nil || n != 2 {
@@ -321,15 +329,7 @@ func TestOneWriterAtATime(t *testing.T) {
 // in a machine's chain, a prev that names another event, and an id that
 // does not match the content are each refused, and the file is unchanged.
 func TestImportChecksChain(t *testing.T) {
-	src := journal.NewWriter("src")
-	var tail []journal.Event
-	for i := 0; i < 3; i++ {
-		e, err := src.Next(journal.KindUser, 1, "", user(fmt.Sprint(i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tail = append(tail, e)
-	}
+	tail := sealedElsewhere(t, 3)
 	wrongPrev := tail[1]
 	wrongPrev.Prev = tail[2].ID
 	if err := journal.Seal(&wrongPrev); err != nil {
