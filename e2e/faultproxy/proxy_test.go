@@ -111,7 +111,12 @@ func TestForwardCountsBytes(t *testing.T) {
 	}
 	// The proxy counts a chunk once its write returns, which may be after
 	// the client already read it.
-	waitFor(t, "the counters", func() bool { return p.Stats().BytesDown == int64(len(msg)) })
+	// Both directions: the echo can send the last chunk back before the
+	// proxy's write of it upstream has returned and been counted.
+	waitFor(t, "the counters", func() bool {
+		st := p.Stats()
+		return st.BytesUp == int64(len(msg)) && st.BytesDown == int64(len(msg))
+	})
 	st := p.Stats()
 	if st.BytesUp != int64(len(msg)) || st.BytesDown != int64(len(msg)) || st.Accepted != 1 || st.Forwarded != 1 {
 		t.Errorf("stats = %+v, want 1 accepted and forwarded, %d bytes each way", st, len(msg))
