@@ -46,7 +46,7 @@ func TestCheckFindsEveryBreak(t *testing.T) {
 		edit func()
 		want string
 	}{
-		"missing step": {func() { delete(ups[Environment], 1) }, "environment: no step from version 1 to 2"},
+		"missing step":    {func() { delete(ups[Environment], 1) }, "environment: no step from version 1 to 2"},
 		"missing history": {func() { delete(registry, Peers) }, "peers: no history"},
 		"no summary": {func() {
 			h := registry[Session]
