@@ -84,6 +84,10 @@ func register(s Step) {
 	m[s.Kind][s.From] = s
 }
 
+// Newest is the highest version of kind k the registry defines, 0 for an
+// unknown kind.
+func Newest(k Kind) int { return registry[k].Newest() }
+
 // Lookup returns the history of kind k.
 func Lookup(k Kind) (History, bool) {
 	h, ok := registry[k]
