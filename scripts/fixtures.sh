@@ -160,7 +160,59 @@ done
 cap verify "$out/archives/conversation-signed.capsule.tar" --json \
 	--allowed-signers "$out/keys/allowed_signers" --identity fixture@capsule | rel >"$out/expect/conversation-signed.capsule.tar/verify-trusted.json"
 
-# 6. The record of how the fixtures were made.
+# 6. Node data folders: two nodes of this release, A and B, that trust each
+# other. On A, "running" is an agent left running when A stopped; "moved" was
+# moved to B (A keeps the source record and the retired copy, B holds it).
+# Each node's agent list and each agent's status, as the release reported them
+# before it stopped, are in expect/nodes/.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+nodes=$tmp/nodes
+mkdir -p "$nodes" "$out/expect/nodes"
+pa=$(free_port)
+pb=$(free_port)
+ida=$(cap node id --data "$nodes/a")
+idb=$(cap node id --data "$nodes/b")
+cap node peer add "$idb" "127.0.0.1:$pb" --data "$nodes/a" >/dev/null
+cap node peer add "$ida" "127.0.0.1:$pa" --data "$nodes/b" >/dev/null
+"$old" node --data "$nodes/a" --listen "127.0.0.1:$pa" --step-interval 100ms 2>"$tmp/node-a.log" &
+na=$!
+"$old" node --data "$nodes/b" --listen "127.0.0.1:$pb" --step-interval 100ms 2>"$tmp/node-b.log" &
+nb=$!
+stop_nodes() { kill -TERM "$na" "$nb" 2>/dev/null || true; wait "$na" "$nb" 2>/dev/null || true; }
+trap 'stop_nodes; chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+for d in a b; do
+	for _ in $(seq 100); do [ -S "$nodes/$d/node.sock" ] && break; sleep 0.1; done
+done
+agent_id() { sed -n 's/.*"id": *"\([0-9A-Z]\{26\}\)".*/\1/p' | head -1; }
+running=$(cap agent create --name running --data "$nodes/a" --json | agent_id)
+moved=$(cap agent create --name moved --data "$nodes/a" --json | agent_id)
+sleep 1
+cap move "$moved" --to "$idb" --data "$nodes/a" --json | rel >"$out/expect/nodes/move.json"
+sleep 0.5
+cap agent stop "$moved" --data "$nodes/b" >/dev/null
+cap agent list --data "$nodes/a" --json >"$out/expect/nodes/a-list.json"
+cap agent list --data "$nodes/b" --json >"$out/expect/nodes/b-list.json"
+stop_nodes
+trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+for d in a b; do
+	rm -f "$nodes/$d/node.sock"
+	for c in "$nodes/$d"/agents/*/capsule; do
+		[ -d "$c" ] || continue
+		a=$(basename "$(dirname "$c")")
+		mkdir -p "$out/expect/nodes/$d/$a"
+		cap verify "$c" --json | sed "s#$nodes/$d/#nodes/$d/#g" >"$out/expect/nodes/$d/$a/verify.json"
+		cap log verify "$c" --json | sed "s#$nodes/$d/#nodes/$d/#g" >"$out/expect/nodes/$d/$a/log-verify.json"
+		cap log "$c" --json >"$out/expect/nodes/$d/$a/log.jsonl"
+	done
+	cp -a "$nodes/$d" "$out/nodes-$d"
+	tree "$out/nodes-$d" >"$out/expect/nodes/$d-folder.txt"
+done
+mkdir -p "$out/nodes"
+mv "$out/nodes-a" "$out/nodes/a"
+mv "$out/nodes-b" "$out/nodes/b"
+printf '{"a": "%s", "b": "%s", "running": "%s", "moved": "%s"}\n' "$ida" "$idb" "$running" "$moved" >"$out/expect/nodes/ids.json"
+
+# 7. The record of how the fixtures were made.
 cat >"$out/expectations.json" <<JSON
 {
   "release": "$release",
@@ -171,6 +223,7 @@ cat >"$out/expectations.json" <<JSON
   "capsules": [$(IFS=,; echo "${reads[*]}")],
   "archives": ["conversation.capsule.tar", "conversation.capsule.tar.zst", "conversation-signed.capsule.tar", "empty.capsule.tar.zst"],
   "signed": {"archive": "conversation-signed.capsule.tar", "allowed_signers": "keys/allowed_signers", "identity": "fixture@capsule"},
+  "nodes": ["a", "b"],
   "providers": [$(for p in $providers; do printf '{"api":"%s","model":"%s"},' "${p%%:*}" "${p#*:}"; done | sed 's/,$//')]
 }
 JSON
