@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -43,5 +44,30 @@ func TestVersionText(t *testing.T) {
 func TestCheckSchemasPassesForThisBuild(t *testing.T) {
 	if err := checkSchemas(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReleasesListEveryFixtureRelease: docs/RELEASES.md names every release
+// whose fixtures are in testdata/fixtures with the commit they were made
+// from, and the release this build is.
+func TestReleasesListEveryFixtureRelease(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/RELEASES.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) > 3 {
+			rows[strings.TrimSpace(cells[1])] = cells[2]
+		}
+	}
+	if _, ok := rows[schema.Release]; !ok {
+		t.Errorf("RELEASES.md has no row for %s", schema.Release)
+	}
+	for _, e := range fixtureReleases(t) {
+		if len(e.Commit) != 40 || !strings.Contains(rows[e.Release], "`"+e.Commit[:7]+"`") {
+			t.Errorf("RELEASES.md row of %s = %q, want its commit %s", e.Release, rows[e.Release], e.Commit)
+		}
 	}
 }
