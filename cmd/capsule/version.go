@@ -13,13 +13,16 @@ import (
 
 func init() { addCommand(newVersionCmd) }
 
-// release and commit can be set at build time with -ldflags
-// "-X main.commit=..."; commit otherwise comes from the build info Go
-// records in the binary.
-var (
-	release = schema.Release
-	commit  = ""
-)
+// commit can be set at build time with -ldflags "-X main.commit=...";
+// otherwise it comes from the build info Go records in the binary. The
+// release cannot be set: it is schema.Release, the one place the release
+// string comes from, so the release this command prints is the one every
+// record this binary writes names.
+var commit = ""
+
+// release is the release of this build, a constant so that -ldflags -X
+// cannot change it.
+const release = schema.Release
 
 // buildCommit is the commit this binary was built from: the -ldflags value,
 // else the VCS revision Go stamps (with "-dirty" for a modified tree), else
@@ -72,7 +75,7 @@ func pseudoRevision(v string) string {
 	return r
 }
 
-func versionString() string { return release + " (" + buildCommit() + ")" }
+func versionString() string { return schema.Release + " (" + buildCommit() + ")" }
 
 // versionInfo is what `capsule version --json` prints: the release, and per
 // kind of state (a capsule's and a node's) the schema version this build
@@ -86,7 +89,7 @@ type versionInfo struct {
 }
 
 func currentVersion() versionInfo {
-	v := versionInfo{Release: release, Commit: buildCommit(), Go: runtime.Version(), Schemas: map[string]int{}, Floors: map[string]int{}}
+	v := versionInfo{Release: schema.Release, Commit: buildCommit(), Go: runtime.Version(), Schemas: map[string]int{}, Floors: map[string]int{}}
 	for _, h := range schema.Histories() {
 		v.Schemas[string(h.Kind)] = h.Current
 		v.Floors[string(h.Kind)] = h.Floor
