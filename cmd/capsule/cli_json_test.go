@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/node"
-	"github.com/agentcapsule/capsule/schema"
 )
 
 func TestCommitOf(t *testing.T) {
@@ -37,21 +36,6 @@ func TestCommitOf(t *testing.T) {
 	} {
 		if got := commitOf(&c.info); got != c.want {
 			t.Errorf("%s: commitOf = %q, want %q", c.name, got, c.want)
-		}
-	}
-}
-
-func TestVersionJSON(t *testing.T) {
-	var v versionInfo
-	if err := json.Unmarshal([]byte(mustCLI(t, "version", "--json")), &v); err != nil {
-		t.Fatal(err)
-	}
-	if v.Release != schema.Release || v.Commit == "" || !strings.HasPrefix(v.Go, "go") || len(v.Schemas) != len(schema.Kinds) {
-		t.Errorf("version --json = %+v", v)
-	}
-	for _, k := range schema.Kinds {
-		if v.Schemas[string(k)] != schema.Current[k] {
-			t.Errorf("schema %s = %d, want %d", k, v.Schemas[string(k)], schema.Current[k])
 		}
 	}
 }

@@ -64,7 +64,13 @@ Exit codes (each verb's --help says what 1 and 3 mean for it):
 	return root
 }
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() {
+	if err := checkSchemas(); err != nil {
+		fmt.Fprintln(os.Stderr, "capsule:", err)
+		os.Exit(exitInternal)
+	}
+	os.Exit(run(os.Args[1:]))
+}
 
 func run(args []string) int {
 	root := newRoot()

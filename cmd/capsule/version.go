@@ -13,13 +13,16 @@ import (
 
 func init() { addCommand(newVersionCmd) }
 
-// release and commit can be set at build time with -ldflags
-// "-X main.commit=..."; commit otherwise comes from the build info Go
-// records in the binary.
-var (
-	release = schema.Release
-	commit  = ""
-)
+// commit can be set at build time with -ldflags "-X main.commit=...";
+// otherwise it comes from the build info Go records in the binary. The
+// release cannot be set: it is schema.Release, the one place the release
+// string comes from, so the release this command prints is the one every
+// record this binary writes names.
+var commit = ""
+
+// release is the release of this build, a constant so that -ldflags -X
+// cannot change it.
+const release = schema.Release
 
 // buildCommit is the commit this binary was built from: the -ldflags value,
 // else the VCS revision Go stamps (with "-dirty" for a modified tree), else
@@ -72,22 +75,36 @@ func pseudoRevision(v string) string {
 	return r
 }
 
-func versionString() string { return release + " (" + buildCommit() + ")" }
+func versionString() string { return schema.Release + " (" + buildCommit() + ")" }
 
-// versionInfo is what `capsule version --json` prints.
+// versionInfo is what `capsule version --json` prints: the release, and per
+// kind of state (a capsule's and a node's) the schema version this build
+// writes and the oldest it reads.
 type versionInfo struct {
 	Release string         `json:"release"`
 	Commit  string         `json:"commit"`
 	Go      string         `json:"go"`
 	Schemas map[string]int `json:"schemas"`
+	Floors  map[string]int `json:"floors"`
 }
 
 func currentVersion() versionInfo {
-	v := versionInfo{Release: release, Commit: buildCommit(), Go: runtime.Version(), Schemas: map[string]int{}}
-	for _, k := range schema.Kinds {
-		v.Schemas[string(k)] = schema.Current[k]
+	v := versionInfo{Release: schema.Release, Commit: buildCommit(), Go: runtime.Version(), Schemas: map[string]int{}, Floors: map[string]int{}}
+	for _, h := range schema.Histories() {
+		v.Schemas[string(h.Kind)] = h.Current
+		v.Floors[string(h.Kind)] = h.Floor
 	}
 	return v
+}
+
+// checkSchemas is run before any command: a build whose migration chain has
+// a gap refuses to start, since it could not read what an earlier release
+// wrote (docs/FORMAT.md §11).
+func checkSchemas() error {
+	if err := schema.Check(); err != nil {
+		return fmt.Errorf("this build refuses to start: %w", err)
+	}
+	return nil
 }
 
 func newVersionCmd() *cobra.Command {
@@ -97,8 +114,9 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the release, commit, Go version and schema versions of this build",
 		Long: `Print the release of this build, the commit it was built from (the VCS
 revision Go records at build time, or "unknown" when the build recorded
-none), the Go version, and the schema version this release writes for
-every kind of state (docs/FORMAT.md, "Schema versions").`,
+none), the Go version, and for every kind of state a capsule or a node
+stores the schema version this release writes and the oldest it reads
+(docs/FORMAT.md §11; docs/RELEASES.md lists the releases).`,
 		Example: `  capsule version
   capsule version --json | jq .schemas`,
 		Args: cobra.NoArgs,
@@ -109,8 +127,8 @@ every kind of state (docs/FORMAT.md, "Schema versions").`,
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "capsule %s\ncommit  %s\ngo      %s\n", v.Release, v.Commit, v.Go)
-			for _, k := range schema.Kinds {
-				fmt.Fprintf(w, "schema  %-13s %d\n", k, v.Schemas[string(k)])
+			for _, h := range schema.Histories() {
+				fmt.Fprintf(w, "schema  %-13s %d (reads from %d)\n", h.Kind, h.Current, h.Floor)
 			}
 			return nil
 		},

@@ -1,0 +1,88 @@
+package schema
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestStepsOnReleaseFixtures runs the steps over what every earlier release
+// wrote (testdata/fixtures/<release>/capsules, made by scripts/fixtures.sh):
+// each spec, index and journal line migrates up and converts back down to
+// the same bytes.
+func TestStepsOnReleaseFixtures(t *testing.T) {
+	caps, err := filepath.Glob("../testdata/fixtures/*/capsules/*")
+	if err != nil || len(caps) == 0 {
+		t.Fatalf("no fixtures (%v): run scripts/fixtures.sh", err)
+	}
+	for _, c := range caps {
+		for _, f := range []struct {
+			kind Kind
+			path string
+		}{{Environment, "environment/spec.json"}, {MemoryIndex, "memory/vector_index/index.json"}} {
+			b, err := os.ReadFile(filepath.Join(c, f.path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			roundTrip(t, c+"/"+f.path, f.kind, b)
+		}
+		j, err := os.ReadFile(filepath.Join(c, "memory/timeline_events.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range bytes.Split(bytes.TrimSuffix(j, []byte("\n")), []byte("\n")) {
+			if len(line) > 0 {
+				roundTrip(t, fmt.Sprintf("%s journal line %d", c, i+1), Journal, line)
+			}
+		}
+	}
+}
+
+func roundTrip(t *testing.T, name string, k Kind, b []byte) {
+	t.Helper()
+	up, err := Up(k, 1, Newest(k), b)
+	if err != nil {
+		t.Errorf("%s: up: %v", name, err)
+		return
+	}
+	down, err := Down(k, Newest(k), 1, up)
+	if err != nil || !bytes.Equal(down, b) {
+		t.Errorf("%s: down gives %s, %v; want\n%s", name, down, err, b)
+	}
+}
+
+// TestNoFixtureGainsAuthority: the spec of every capsule an earlier release
+// wrote, migrated to the newest version, reaches no network, runs no tool
+// without approval, treats every tool as external, needs a sandbox and is
+// not ephemeral (the seed's "defaulted field that grants authority").
+func TestNoFixtureGainsAuthority(t *testing.T) {
+	specs, err := filepath.Glob("../testdata/fixtures/*/capsules/*/environment/spec.json")
+	if err != nil || len(specs) == 0 {
+		t.Fatalf("no fixture specs (%v)", err)
+	}
+	node, _ := filepath.Glob("../testdata/fixtures/*/nodes/*/agents/*/capsule/environment/spec.json")
+	for _, p := range append(specs, node...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, err := Up(Environment, 1, Newest(Environment), b)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		var s specV2
+		if err := decodeStrict(up, &s); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if s.Sandbox.Network != "none" || len(s.Sandbox.Hosts) != 0 || s.Sandbox.Mode != "required" || s.Lifecycle.Ephemeral || len(s.Tools) != 0 || len(s.ToolMappings) != 0 {
+			t.Errorf("%s: migrated spec grants more:\n%s", p, up)
+		}
+		for _, m := range s.MCPServers {
+			if m.Effect != EffectExternal || m.Approval != ApprovalRequired || len(m.Tools) != 0 {
+				t.Errorf("%s: server %s is %s/%s", p, m.Name, m.Effect, m.Approval)
+			}
+		}
+	}
+}
