@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentcapsule/capsule/node/store"
 	"io/fs"
 	"path/filepath"
 	"sync"
@@ -27,7 +28,8 @@ const (
 	casDir        = "cas"            // pre-copied blobs (content-addressed, harmless)
 	incomingFile  = "incoming.jsonl" // the journal copy a move into this node builds
 	stagingDir    = "staging"        // staging/<moveID>/: one incoming move's capsule and workspace
-	freshDir      = "fresh"          // verified, unsynced blobs a prepare brought (cas.go finishFresh)
+	freshDir      = "fresh"          // verified, unsynced blobs a prepare brought (store.Pending.FinishUnsynced)
+	statCacheFile = "statcache.json" // the saved stat cache of work (store.StatCache.SaveFile)
 	journalInCap  = manifest.JournalPath
 )
 
@@ -57,22 +59,22 @@ type agent struct {
 	target  *transfer.Target
 	source  *transfer.Source // this node's latest move of the agent, or nil
 	meta    agentMeta
-	log     *eventLog    // open while this node holds the agent
-	run     *runLoop     // non-nil while the runner runs
-	blocked error        // why the agent may not run here (fail closed)
-	move    *moveRun     // the latest move this node started
-	lastErr atomic.Value // string: the runner's last error
-	cache   statCache    // the workspace's stat cache (source side)
-	inc     *incomingLog // the journal copy, in memory (target side)
-	in      *inMove      // the incoming move being staged
-	shadow  *shadowMem   // shadow.json and its snapshot, in memory
-	ahead   *aheadRender // the journal copy's render, started ahead of the prepare
-	snaps   snapMemo     // the snapshot.json parsed last (target side)
-	snapPre snapAhead    // a snapshot.json of a push being parsed in the background
-	attach  attachIndex  // attachments of the journal (source side)
-	incAtt  attachIndex  // attachments of the journal copy (target side)
-	wire    wireState    // delta bases and the last inventory by manifest (delta.go)
-	peer    peerUse      // peer requests in flight (peeragent.go); guarded by n.mu
+	log     *eventLog       // open while this node holds the agent
+	run     *runLoop        // non-nil while the runner runs
+	blocked error           // why the agent may not run here (fail closed)
+	move    *moveRun        // the latest move this node started
+	lastErr atomic.Value    // string: the runner's last error
+	cache   store.StatCache // the workspace's stat cache (source side)
+	inc     *incomingLog    // the journal copy, in memory (target side)
+	in      *inMove         // the incoming move being staged
+	shadow  *shadowMem      // shadow.json and its snapshot, in memory
+	ahead   *aheadRender    // the journal copy's render, started ahead of the prepare
+	snaps   snapMemo        // the snapshot.json parsed last (target side)
+	snapPre snapAhead       // a snapshot.json of a push being parsed in the background
+	attach  attachIndex     // attachments of the journal (source side)
+	incAtt  attachIndex     // attachments of the journal copy (target side)
+	wire    wireState       // delta bases and the last inventory by manifest (delta.go)
+	peer    peerUse         // peer requests in flight (peeragent.go); guarded by n.mu
 
 	// stepMu is held for the whole of each runner step; taking it waits for
 	// a step boundary.
@@ -91,7 +93,7 @@ func (a *agent) path(elem ...string) string {
 
 func (a *agent) capsule() string { return a.path(capsuleDir) }
 func (a *agent) work() string    { return a.path(workDir) }
-func (a *agent) cas() cas        { return cas{fsys: a.n.fsys, dir: a.path(casDir)} }
+func (a *agent) cas() store.Disk { return store.Disk{FS: a.n.fsys, Dir: a.path(casDir)} }
 
 // persist makes records durable, in order: the transfer package's one rule.
 func (a *agent) persist(recs []transfer.Record) error {
@@ -318,7 +320,7 @@ func (a *agent) commitLocked() error {
 		return fmt.Errorf("commit %s: %w", a.id, err)
 	}
 	holder := manifest.Holder{Node: string(a.n.id), Epoch: a.target.Holder()}
-	if err := commitCapsule(c, rec.snap, holder, a.log.Summary()); err != nil {
+	if err := commitCapsule(c, rec.Snap, holder, a.log.Summary()); err != nil {
 		return fmt.Errorf("commit %s: %w", a.id, err)
 	}
 	return nil
@@ -461,7 +463,7 @@ func (a *agent) hasPrecopy() bool {
 	if fi, err := a.n.fsys.Stat(a.path(incomingFile)); a.inc == nil && err == nil && fi.Size() > 0 {
 		return true
 	}
-	ents, err := a.n.fsys.ReadDir(a.cas().dir)
+	ents, err := a.n.fsys.ReadDir(a.cas().Dir)
 	return err == nil && len(ents) > 0
 }
 
@@ -509,7 +511,7 @@ func (n *Node) loadAgent(id string) *agent {
 	}
 	a.target = t
 	if t.Holder() > 0 {
-		if k, err := a.loadStatCache(); err != nil {
+		if k, err := a.cache.LoadFile(a.n.fsys, a.path(statCacheFile), a.work()); err != nil {
 			n.log.Warn("stat cache not loaded", "agent", id, "err", err)
 		} else if k > 0 {
 			n.log.Debug("stat cache loaded", "agent", id, "files", k)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/agentcapsule/capsule/node/store"
 	"io"
 	"maps"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
-	"github.com/klauspost/compress/zstd"
 )
 
 // What travels on the wire besides the blobs a move must copy is kept
@@ -40,12 +40,12 @@ var (
 	ErrNoBase = errors.New("node: delta base not held")
 	// ErrBadDelta is returned for a delta frame that does not decode to
 	// the blob its header announces.
-	ErrBadDelta = errors.New("node: delta does not decode to its blob")
+	ErrBadDelta = store.ErrBadDelta
 )
 
 // maxDeltaBlob bounds the blobs sent as delta frames, and what a delta
 // frame may declare or decode to: a delta is decoded in memory.
-const maxDeltaBlob = 128 << 20
+const maxDeltaBlob = store.MaxDeltaBlob
 
 // maxFileDelta bounds the workspace files a source sends as deltas of an
 // earlier version: both versions are read into memory and compressed.
@@ -146,62 +146,16 @@ func (w *wireState) pick(kind baseKind, self digest.Digest, to ID, guess bool, k
 	return base{}, false, false
 }
 
-// encodeDelta compresses data with base as a raw zstd dictionary, at the
-// fastest level: deltas are also encoded while the agent is frozen (a
-// snapshot.json of 1,000 entries takes about 1 ms, against 4 ms at the
-// default level, for a delta of much the same size).
-func encodeDelta(base, data []byte) ([]byte, error) {
-	level := zstd.SpeedFastest
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderDictRaw(0, base), zstd.WithEncoderConcurrency(1),
-		zstd.WithWindowSize(deltaWindow(len(base)+len(data))), zstd.WithEncoderLevel(level))
-	if err != nil {
-		return nil, fmt.Errorf("delta: %w", err)
-	}
-	defer enc.Close()
-	return enc.EncodeAll(data, make([]byte, 0, len(data)/8+64)), nil
-}
-
-// deltaWindow is the zstd window for a delta of n bytes with its base:
-// large enough to reach back into the whole base.
-func deltaWindow(n int) int {
-	w := zstd.MinWindowSize
-	for w < n && w < zstd.MaxWindowSize {
-		w *= 2
-	}
-	return w
-}
-
 // decodeDelta decodes a delta frame's compressed bytes z with base and
-// checks the result is the blob f announces (size and digest). It never
-// allocates beyond f.BlobSize (itself at most maxDeltaBlob) and a window
-// that covers the base and the blob.
+// checks the result is the blob f announces (size and digest).
 func decodeDelta(f api.Frame, base, z []byte) ([]byte, error) {
-	if f.BlobSize > maxDeltaBlob || int64(len(z)) > maxDeltaBlob {
-		return nil, fmt.Errorf("%w: %s: %d bytes, limit %d", ErrBadDelta, f.Digest.Short(), max(f.BlobSize, int64(len(z))), maxDeltaBlob)
-	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderDictRaw(0, base), zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(uint64(f.BlobSize)+64<<10), zstd.WithDecoderMaxWindow(uint64(deltaWindow(len(base)+int(f.BlobSize)))),
-		zstd.WithDecodeAllCapLimit(true))
-	if err != nil {
-		return nil, fmt.Errorf("delta: %w", err)
-	}
-	defer dec.Close()
-	out, err := dec.DecodeAll(z, make([]byte, 0, f.BlobSize))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadDelta, f.Digest.Short(), err)
-	case int64(len(out)) != f.BlobSize:
-		return nil, fmt.Errorf("%w: %s: %d bytes, the header says %d", ErrBadDelta, f.Digest.Short(), len(out), f.BlobSize)
-	case digest.FromBytes(out) != f.Digest:
-		return nil, fmt.Errorf("%w: announced %s, content is %s", ErrBadDelta, f.Digest, digest.FromBytes(out))
-	}
-	return out, nil
+	return store.DecodeDelta(f.Digest, f.BlobSize, base, z)
 }
 
 // deltaFrame returns the frame and body that carry data (blob d) as a
 // delta against b.
 func deltaFrame(d digest.Digest, data []byte, b base) (api.Frame, []byte, error) {
-	z, err := encodeDelta(b.data, data)
+	z, err := store.EncodeDelta(b.data, data)
 	if err != nil {
 		return api.Frame{}, nil, err
 	}
@@ -212,7 +166,7 @@ func deltaFrame(d digest.Digest, data []byte, b base) (api.Frame, []byte, error)
 // CAS store, its shadow, or its delta bases) and hands the verified blob
 // to the CAS store; nothing is stored when any check fails. It returns
 // the pending blob, nil if the store had it.
-func (a *agent) receiveDelta(f api.Frame, r io.Reader) (*pendingBlob, error) {
+func (a *agent) receiveDelta(f api.Frame, r io.Reader) (*store.Pending, error) {
 	if f.BlobSize > maxDeltaBlob || f.Size > maxDeltaBlob {
 		return nil, fmt.Errorf("%w: %s: %d bytes, limit %d", ErrBadDelta, f.Digest.Short(), max(f.BlobSize, f.Size), maxDeltaBlob)
 	}
@@ -231,7 +185,7 @@ func (a *agent) receiveDelta(f api.Frame, r io.Reader) (*pendingBlob, error) {
 	if bytes.HasPrefix(data, snapshotPrefix) {
 		a.snapPre.start(f.Digest, data) // the offer's inventory needs it parsed
 	}
-	pb, _, err := a.cas().write(f.Digest, bytes.NewReader(data))
+	pb, _, err := a.cas().Write(f.Digest, bytes.NewReader(data))
 	return pb, err
 }
 
@@ -244,7 +198,7 @@ func (a *agent) deltaBase(d digest.Digest) ([]byte, error) {
 	if b, ok := a.wire.bytes(d); ok {
 		return b, nil
 	}
-	paths := []string{a.cas().path(d)}
+	paths := []string{a.cas().Path(d)}
 	a.mu.Lock()
 	if a.in != nil { // a retried prepare: the store is the staging's blob folder
 		paths = append(paths, filepath.Join(a.in.blobs(), d.Hex()))
@@ -289,7 +243,7 @@ func (a *agent) manifestInventory(m transfer.Message) ([]transfer.Blob, error) {
 		return a.withAttachments(blobs, events)
 	}
 	a.wire.mu.Unlock()
-	dirs := []string{a.cas().dir, a.path(freshDir), a.staging(m.Move, capsuleDir, filepath.FromSlash(manifest.BlobsDir)), a.staging(m.Move, freshDir)}
+	dirs := []string{a.cas().Dir, a.path(freshDir), a.staging(m.Move, capsuleDir, filepath.FromSlash(manifest.BlobsDir)), a.staging(m.Move, freshDir)}
 	mb, err := readBlobIn(a.n.fsys, dirs, m.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("inventory by manifest: %w", err)

@@ -131,10 +131,10 @@ func TestReceiveDeltaRefuses(t *testing.T) {
 				if err != nil || pb == nil {
 					t.Fatalf("receiveDelta: %v, %v", pb, err)
 				}
-				if err := pb.finish(); err != nil {
+				if err := pb.Finish(); err != nil {
 					t.Fatal(err)
 				}
-				if got, _ := vfs.ReadFile(n.fsys, a.cas().path(f.Digest)); !bytes.Equal(got, data) {
+				if got, _ := vfs.ReadFile(n.fsys, a.cas().Path(f.Digest)); !bytes.Equal(got, data) {
 					t.Fatalf("stored %d bytes, want the blob", len(got))
 				}
 				return
@@ -142,7 +142,7 @@ func TestReceiveDeltaRefuses(t *testing.T) {
 			if !errors.Is(err, c.want) || pb != nil {
 				t.Fatalf("err = %v (blob %v), want %v", err, pb, c.want)
 			}
-			ents, _ := n.fsys.ReadDir(a.cas().dir)
+			ents, _ := n.fsys.ReadDir(a.cas().Dir)
 			if len(ents) != 2 {
 				t.Errorf("the CAS store holds %d entries after a refused delta, want the 2 bases", len(ents))
 			}

@@ -444,7 +444,7 @@ func (n *Node) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 		if a.target.Holder() > 0 && a.blocked == nil { // held here: the next start hashes only what changed
-			if err := a.saveStatCache(); err != nil {
+			if err := a.cache.SaveFile(a.n.fsys, a.path(statCacheFile), a.work()); err != nil {
 				n.log.Warn("stat cache not saved", "agent", a.id, "err", err)
 			}
 		}

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"github.com/agentcapsule/capsule/node/store/storetest"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -108,7 +109,7 @@ func TestMoveWorkspaceIsACheckout(t *testing.T) {
 			var want []string
 			a.hooks.beforeFreeze = func(agent string) {
 				changeTestWorkspace(t, a, agent)
-				want = listTree(t, a.fsys, filepath.Join(a.cfg.Dir, "agents", agent, workDir))
+				want = storetest.ListTree(t, a.fsys, filepath.Join(a.cfg.Dir, "agents", agent, workDir))
 			}
 			if res := move(t, a, b, id); res.Outcome != api.OutcomeCommitted {
 				t.Fatalf("move: %+v", res)
@@ -117,14 +118,14 @@ func TestMoveWorkspaceIsACheckout(t *testing.T) {
 				t.Fatal(err)
 			}
 			ag, _ := b.getAgent(id)
-			if diff := cmp.Diff(want, listTree(t, b.fsys, ag.work())); diff != "" {
+			if diff := cmp.Diff(want, storetest.ListTree(t, b.fsys, ag.work())); diff != "" {
 				t.Errorf("target workspace differs from the frozen source's (-source +target):\n%s", diff)
 			}
 			fresh := filepath.Join(t.TempDir(), "fresh")
 			if err := checkoutCapsule(b.fsys, ag.capsule(), fresh); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(listTree(t, b.fsys, fresh), listTree(t, b.fsys, ag.work())); diff != "" {
+			if diff := cmp.Diff(storetest.ListTree(t, b.fsys, fresh), storetest.ListTree(t, b.fsys, ag.work())); diff != "" {
 				t.Errorf("target workspace differs from a checkout of its capsule (-checkout +target):\n%s", diff)
 			}
 			if probs := verifyCapsule(b.fsys, ag.capsule()); len(probs) > 0 {
@@ -177,7 +178,7 @@ func TestStagingDurableBeforePrepared(t *testing.T) {
 	if err := checkoutCapsule(durable, staged, fresh); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(listTree(t, durable, fresh), listTree(t, durable, ag.staging(p.Move, workDir))); diff != "" {
+	if diff := cmp.Diff(storetest.ListTree(t, durable, fresh), storetest.ListTree(t, durable, ag.staging(p.Move, workDir))); diff != "" {
 		t.Fatalf("durable staged workspace is not a checkout (-checkout +staged):\n%s", diff)
 	}
 	reply, err := ag.handle(transfer.Message{Type: transfer.MsgActivate, Agent: id, Move: p.Move, Epoch: p.Epoch, From: string(a.ID()), To: string(b2.ID())})
@@ -298,7 +299,7 @@ func TestShadowBlobLostFromStore(t *testing.T) {
 		for _, e := range bag.shadow.snap.Entries {
 			if e.Type == capsule.TypeFile {
 				removed = e.Blob.Short()
-				if err := b.fsys.Remove(bag.cas().path(e.Blob)); err != nil {
+				if err := b.fsys.Remove(bag.cas().Path(e.Blob)); err != nil {
 					t.Error(err)
 				}
 				return

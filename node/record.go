@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"github.com/agentcapsule/capsule/node/store"
 	"path/filepath"
 
 	"github.com/agentcapsule/capsule/capsule"
@@ -15,9 +16,9 @@ import (
 // record records the agent's workspace with the stat cache (falling back to
 // capsule.BuildSnapshot for what the fast path does not handle) and returns
 // the snapshot with, for each blob, a file that holds its bytes.
-func (a *agent) record() (*workRecord, error) {
-	rec, err := recordWork(a.n.fsys, a.work(), &a.cache, a.n.clock.Now)
-	if !errors.Is(err, errSlowPath) {
+func (a *agent) record() (*store.WorkRecord, error) {
+	rec, err := store.RecordWork(a.n.fsys, a.work(), &a.cache, a.n.clock.Now)
+	if !errors.Is(err, store.ErrSlowPath) {
 		return rec, err
 	}
 	c, err := capsule.Open(a.n.fsys, a.capsule(), capsule.Config{})
@@ -28,31 +29,31 @@ func (a *agent) record() (*workRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("record workspace: %w", err)
 	}
-	rec = &workRecord{snap: snap, files: map[digest.Digest]string{}}
+	rec = &store.WorkRecord{Snap: snap, Files: map[digest.Digest]string{}}
 	for d := range snap.Blobs() {
-		rec.files[d] = c.Blobs().Path(d) // BuildSnapshot stored every blob
+		rec.Files[d] = c.Blobs().Path(d) // BuildSnapshot stored every blob
 	}
 	return rec, nil
 }
 
 // storeRecord copies into the capsule's blob store every blob of rec it
 // lacks (durably: each blob is fsynced and renamed into place).
-func (a *agent) storeRecord(store *capsule.BlobStore, rec *workRecord) error {
+func (a *agent) storeRecord(store *capsule.BlobStore, rec *store.WorkRecord) error {
 	var todo []digest.Digest
-	for d := range rec.snap.Blobs() {
-		if !a.cache.isStored(d) {
+	for d := range rec.Snap.Blobs() {
+		if !a.cache.IsStored(d) {
 			if ok, err := store.Has(d); err != nil {
 				return err
 			} else if !ok {
 				todo = append(todo, d)
 				continue
 			}
-			a.cache.markStored(d)
+			a.cache.MarkStored(d)
 		}
 	}
 	errs := make([]error, len(todo))
 	par.Do(len(todo), 2, func(i int) {
-		errs[i] = a.storeBlob(store, todo[i], rec.files[todo[i]])
+		errs[i] = a.storeBlob(store, todo[i], rec.Files[todo[i]])
 	})
 	return errors.Join(errs...)
 }
@@ -70,7 +71,7 @@ func (a *agent) storeBlob(store *capsule.BlobStore, d digest.Digest, path string
 		}
 		return err
 	}
-	a.cache.markStored(d)
+	a.cache.MarkStored(d)
 	return nil
 }
 
@@ -88,13 +89,13 @@ func (a *agent) frozenInventory(mr *moveRun) (transfer.Inventory, error) {
 	if err != nil {
 		return transfer.Inventory{}, fmt.Errorf("inventory: %w", err)
 	}
-	start, hits := a.n.clock.Now(), a.cache.hitCount()
+	start, hits := a.n.clock.Now(), a.cache.HitCount()
 	rec, err := a.record()
 	if err != nil {
 		return transfer.Inventory{}, err
 	}
-	a.n.log.Debug("workspace recorded", "agent", a.id, "entries", len(rec.snap.Entries), "cached", a.cache.hitCount()-hits, "ms", a.n.clock.Now().Sub(start).Milliseconds())
-	sb, err := rec.snap.Marshal()
+	a.n.log.Debug("workspace recorded", "agent", a.id, "entries", len(rec.Snap.Entries), "cached", a.cache.HitCount()-hits, "ms", a.n.clock.Now().Sub(start).Milliseconds())
+	sb, err := rec.Snap.Marshal()
 	if err != nil {
 		return transfer.Inventory{}, err
 	}
@@ -117,9 +118,9 @@ func (a *agent) frozenInventory(mr *moveRun) (transfer.Inventory, error) {
 		src.add(&inv, f.Digest, f.Size, filepath.Join(capDir, filepath.FromSlash(f.Path)))
 	}
 	store := capsule.NewBlobStore(a.n.fsys, filepath.Join(capDir, filepath.FromSlash(manifest.BlobsDir)))
-	for _, b := range sortedBlobs(rec.snap) {
-		p := rec.files[b.Digest]
-		if a.cache.isStored(b.Digest) {
+	for _, b := range sortedBlobs(rec.Snap) {
+		p := rec.Files[b.Digest]
+		if a.cache.IsStored(b.Digest) {
 			p = store.Path(b.Digest)
 		}
 		src.add(&inv, b.Digest, b.Size, p)
@@ -133,7 +134,7 @@ func (a *agent) frozenInventory(mr *moveRun) (transfer.Inventory, error) {
 	}
 	mr.setSources(src, inv.Manifest, sum.Bytes, inv.Journal)
 	mr.mu.Lock()
-	mr.frozenWork = &frozenWork{manifest: inv.Manifest, snapBytes: sb, snap: rec.snap}
+	mr.frozenWork = &frozenWork{manifest: inv.Manifest, snapBytes: sb, snap: rec.Snap}
 	mr.mu.Unlock()
 	return inv, nil
 }

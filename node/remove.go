@@ -61,7 +61,7 @@ func (a *agent) removeCopy() error {
 		legacyPath(HolderFile): true, legacyPath(SourceFile): true}
 	a.dropIncoming()
 	a.dropShadow()
-	a.cache.forget()
+	a.cache.Forget()
 	a.attach, a.snaps, a.ahead = attachIndex{}, snapMemo{}, nil
 	if a.log != nil {
 		_ = a.log.Close()

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"github.com/agentcapsule/capsule/node/store"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -19,7 +20,7 @@ func statOf(t *testing.T, path string) [3]int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ino, ctime := inodeOf(fi)
+	ino, ctime := store.InodeOf(fi)
 	return [3]int64{int64(ino), ctime, fi.ModTime().UnixNano()}
 }
 
@@ -99,13 +100,13 @@ func cachedNow(t *testing.T, ag *agent, rel string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, ok := ag.cache.lookup(rel, keyOf(fi))
+	_, ok := ag.cache.Lookup(rel, store.KeyOf(fi))
 	return ok
 }
 
 // The new holder's stat cache learns the workspace it materialized: files
 // written too recently to be trusted at once are hashed again in the
-// background once racyWindow has passed, so the next freeze hashes none
+// background once store.RacyWindow has passed, so the next freeze hashes none
 // of the unchanged files.
 func TestNewHolderCacheVouchesForCheckout(t *testing.T) {
 	c := newCluster(t, nodeOpts{}, nodeOpts{})
@@ -123,7 +124,7 @@ func TestNewHolderCacheVouchesForCheckout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(racyWindow + 3*time.Second)
+	deadline := time.Now().Add(store.RacyWindow + 3*time.Second)
 	for {
 		ag.mu.Lock()
 		ok := cachedNow(t, ag, "big.bin")
@@ -132,7 +133,7 @@ func TestNewHolderCacheVouchesForCheckout(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("B's stat cache does not vouch for big.bin %v after the move", racyWindow+3*time.Second)
+			t.Fatalf("B's stat cache does not vouch for big.bin %v after the move", store.RacyWindow+3*time.Second)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

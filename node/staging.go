@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentcapsule/capsule/node/store"
 	"io/fs"
 	"path/filepath"
 	"sort"
@@ -99,7 +100,7 @@ type inMove struct {
 	fresh      string
 	freshNames map[string]bool
 	attach     []transfer.Blob // blobs the staged journal's attachments name
-	batch      syncBatch
+	batch      store.Batch
 	render     *api.RenderReport
 	rendered   chan error // the render's outcome, once it is done
 	log        *eventLog  // the staged journal, open
@@ -128,8 +129,8 @@ func (in *inMove) capsule() string { return filepath.Join(in.dir, capsuleDir) }
 // blobFolder is where the staged blobs are: the staged capsule's blob
 // folder, and the fresh blobs the prepare brought until the batch that
 // makes them durable renames them in.
-func (in *inMove) blobFolder() blobFolder {
-	return blobFolder{dir: in.blobs(), fresh: in.fresh, names: in.freshNames}
+func (in *inMove) blobFolder() store.Folder {
+	return store.Folder{Dir: in.blobs(), Fresh: in.fresh, Names: in.freshNames}
 }
 func (in *inMove) blobs() string {
 	return filepath.Join(in.capsule(), filepath.FromSlash(manifest.BlobsDir))
@@ -190,7 +191,7 @@ func (a *agent) buildStaging(act transfer.Action) (*inMove, error) {
 		st = a.shadow.state.Files
 	}
 	a.shadow = nil
-	if err := placeLayout(fsys, in.blobFolder(), in.capsule(), m, st, &in.batch); err != nil {
+	if err := store.PlaceLayout(fsys, in.blobFolder(), in.capsule(), m, st, &in.batch); err != nil {
 		return nil, err
 	}
 	if err := a.stageJournal(in, act.Journal); err != nil {
@@ -198,13 +199,13 @@ func (a *agent) buildStaging(act transfer.Action) (*inMove, error) {
 	}
 	in.startRender(a.takeAhead(keyOfLog(in.log)), a.n.hooks.render, a.n.clock.Now)
 	mpath := filepath.Join(in.capsule(), manifest.FileName)
-	replaced, err := writeOver(fsys, mpath, mb, 0o644) // over the shadow's, when it has one
+	replaced, err := store.WriteOver(fsys, mpath, mb, 0o644) // over the shadow's, when it has one
 	if err != nil {
 		return nil, err
 	}
-	in.batch.file(mpath)
+	in.batch.File(mpath)
 	if !replaced {
-		in.batch.created(mpath)
+		in.batch.Created(mpath)
 	}
 	return in, nil
 }
@@ -215,21 +216,21 @@ func (a *agent) takeShadow(in *inMove) error {
 	fsys := a.n.fsys
 	st, base := a.loadShadow()
 	in.base = base
-	in.batch.created(in.dir)
+	in.batch.Created(in.dir)
 	if st != nil {
 		if err := fsys.Rename(a.path(shadowDir), in.dir); err != nil {
 			return err
 		}
 		a.n.shadowsTaken.Add(1)
-		in.batch.dir(a.dir)
+		in.batch.Dir(a.dir)
 		if err := fsys.Remove(a.path(shadowFile)); err != nil {
 			return err
 		}
 		return nil
 	}
 	in.base = capsule.NewSnapshot()
-	for _, d := range append([]string{in.dir, filepath.Join(in.dir, workDir), in.capsule()}, hostPaths(in.capsule(), shadowSkeleton)...) {
-		if err := mkdirNoted(fsys, d, &in.batch); err != nil {
+	for _, d := range append([]string{in.dir, filepath.Join(in.dir, workDir), in.capsule()}, store.HostPaths(in.capsule(), shadowSkeleton)...) {
+		if err := store.MkdirNoted(fsys, d, &in.batch); err != nil {
 			return err
 		}
 	}
@@ -239,13 +240,13 @@ func (a *agent) takeShadow(in *inMove) error {
 // stageBlobs makes the CAS store the staged capsule's blob folder.
 func (a *agent) stageBlobs(in *inMove) error {
 	fsys, dst := a.n.fsys, in.blobs()
-	in.batch.dir(dst) // entries of blobs that came with the prepare
-	in.batch.created(dst)
-	if !exists(fsys, a.cas().dir) {
+	in.batch.Dir(dst) // entries of blobs that came with the prepare
+	in.batch.Created(dst)
+	if !exists(fsys, a.cas().Dir) {
 		return fsys.Mkdir(dst, 0o755)
 	}
-	in.batch.dir(a.dir)
-	return fsys.Rename(a.cas().dir, dst)
+	in.batch.Dir(a.dir)
+	return fsys.Rename(a.cas().Dir, dst)
 }
 
 // stageFresh takes the blobs the prepare brought (freshDir) into the
@@ -262,7 +263,7 @@ func (a *agent) stageFresh(in *inMove) error {
 	if err := fsys.Rename(src, in.fresh); err != nil {
 		return err
 	}
-	in.batch.dir(a.dir)
+	in.batch.Dir(a.dir)
 	// Neither the fresh folder's new place nor its entries are synced:
 	// each blob in it is synced and renamed into the staged blob folder,
 	// which is, and the staging is removed whole if the move does not
@@ -273,7 +274,7 @@ func (a *agent) stageFresh(in *inMove) error {
 	}
 	in.freshNames = names
 	for name := range names {
-		in.batch.renameAfterSync(filepath.Join(in.fresh, name), filepath.Join(in.blobs(), name))
+		in.batch.RenameAfterSync(filepath.Join(in.fresh, name), filepath.Join(in.blobs(), name))
 	}
 	return nil
 }
@@ -307,8 +308,8 @@ func (a *agent) stageJournal(in *inMove, want transfer.JournalPos) error {
 		return err
 	}
 	a.incAtt = attachIndex{} // the copy is gone: the next one is indexed afresh
-	in.batch.dir(a.dir)
-	in.batch.created(dst)
+	in.batch.Dir(a.dir)
+	in.batch.Created(dst)
 	in.events, in.log = l.events, l.log
 	a.inc = nil // the log now belongs to the staging
 	return nil
@@ -493,12 +494,12 @@ func (a *agent) prepare(act transfer.Action) []string {
 		}
 		opened <- err
 	}()
-	err := applyDelta(a.n.fsys, in.blobFolder(), filepath.Join(in.dir, workDir), in.base, in.snap, &in.batch)
+	err := store.Checkout(a.n.fsys, in.blobFolder(), filepath.Join(in.dir, workDir), in.base, in.snap, &in.batch)
 	if err == nil {
 		err = a.noteMeta(in, !act.Stopped)
 	}
 	if err == nil {
-		err = in.batch.flush(a.n.fsys)
+		err = in.batch.Flush(a.n.fsys)
 	}
 	rerr, oerr := <-in.rendered, <-opened
 	switch {
@@ -533,7 +534,7 @@ func (a *agent) noteMeta(in *inMove, run bool) error {
 	if err != nil {
 		return err
 	}
-	if err := in.batch.writeAtomic(a.n.fsys, a.path(agentMetaFile), append(b, '\n'), 0o600); err != nil {
+	if err := in.batch.WriteAtomic(a.n.fsys, a.path(agentMetaFile), append(b, '\n'), 0o600); err != nil {
 		return err
 	}
 	a.meta = meta
@@ -594,7 +595,7 @@ func (a *agent) promote(act transfer.Action) error {
 		return nil
 	}
 	a.dropIncoming()
-	a.cache.forget()
+	a.cache.Forget()
 	a.attach = attachIndex{} // a new journal file: indexed afresh
 	source := ""
 	var staged *eventLog
@@ -711,49 +712,27 @@ func (a *agent) pruneBlobsLocked() error {
 }
 
 // seedCache records in the stat cache the digests of the workspace files
-// a checkout of snap wrote (the blobs of the capsule's store), as known at
-// time at. It returns the files the cache will not trust for that: those
-// written within racyWindow of at.
-func (a *agent) seedCache(snap *capsule.Snapshot, at time.Time) []walkedFile {
-	a.cache.reset(a.work())
-	var racy []walkedFile
-	for _, e := range snap.Entries {
-		if e.Type != capsule.TypeFile {
-			continue
-		}
-		if fi, err := a.n.fsys.Lstat(filepath.Join(a.work(), filepath.FromSlash(e.Path))); err == nil && fi.Mode().IsRegular() && fi.Size() == e.Size {
-			k := keyOf(fi)
-			a.cache.store(e.Path, k, e.Blob, at)
-			if k.mtime != 0 && !time.Unix(0, k.mtime).Before(at.Add(-racyWindow)) {
-				racy = append(racy, walkedFile{entry: capsule.Entry{Path: e.Path, Type: capsule.TypeFile}, key: k})
-			}
-		}
-		a.cache.markStored(e.Blob)
-	}
-	return racy
+// a checkout of snap wrote, as known at time at (store.StatCache.Seed). It
+// returns the files the cache will not trust for that.
+func (a *agent) seedCache(snap *capsule.Snapshot, at time.Time) []store.WalkedFile {
+	return a.cache.Seed(a.n.fsys, a.work(), snap, at)
 }
 
-// rehashLater hashes again, once racyWindow has passed since at, the
+// rehashLater hashes again, once store.RacyWindow has passed since at, the
 // seeded files the stat cache could not trust, so that the next freeze
 // finds them cached instead of hashing them inside the frozen window. It
 // runs beside the agent, as a pre-copy record does: a file the agent
 // changes meanwhile gets a newer stat, which its entry does not match.
-func (a *agent) rehashLater(dir string, files []walkedFile, at time.Time) {
+func (a *agent) rehashLater(dir string, files []store.WalkedFile, at time.Time) {
 	defer a.n.wg.Done()
-	if wait := at.Add(racyWindow + 10*time.Millisecond).Sub(a.n.clock.Now()); wait > 0 {
+	if wait := at.Add(store.RacyWindow + 10*time.Millisecond).Sub(a.n.clock.Now()); wait > 0 {
 		select {
 		case <-a.n.clock.After(wait):
 		case <-a.n.ctx.Done():
 			return
 		}
 	}
-	w := &workWalker{fsys: a.n.fsys, root: dir}
-	for i := range files {
-		if ctxDone(a.n.ctx) || !a.cache.describes(dir) {
-			return
-		}
-		_ = w.hash(&files[i], &a.cache, a.n.clock.Now) // a file that went is simply not cached
-	}
+	store.Rehash(a.n.fsys, dir, files, &a.cache, a.n.clock.Now, func() bool { return ctxDone(a.n.ctx) })
 }
 
 // lastMoveSource returns the source node of an incoming move: the machine
@@ -793,7 +772,7 @@ func (a *agent) discard(move string) error {
 // says what it holds, into the shadow of a later move back (keepShadow);
 // the rest is removed.
 func (a *agent) toCache(events int64, fw *frozenWork) error {
-	a.cache.forget()
+	a.cache.Forget()
 	a.attach = attachIndex{}
 	_ = a.n.fsys.Remove(a.path(statCacheFile)) // it described the workspace that leaves
 	if err := a.reclaim(a.capsule(), events); err != nil {
@@ -820,11 +799,11 @@ func (a *agent) toCache(events int64, fw *frozenWork) error {
 func (a *agent) reclaim(capDir string, events int64) error {
 	fsys, c := a.n.fsys, a.cas()
 	bdir := filepath.Join(capDir, filepath.FromSlash(manifest.BlobsDir))
-	if exists(fsys, bdir) && !exists(fsys, c.dir) {
+	if exists(fsys, bdir) && !exists(fsys, c.Dir) {
 		if err := vfs.MkdirAllDurable(fsys, a.dir, 0o700); err != nil {
 			return err
 		}
-		if err := fsys.Rename(bdir, c.dir); err != nil {
+		if err := fsys.Rename(bdir, c.Dir); err != nil {
 			return err
 		}
 		if err := fsys.SyncDir(a.dir); err != nil {
@@ -855,16 +834,16 @@ func (a *agent) reclaimBlobs(bdir string) error {
 		return err
 	}
 	if len(ents) > 0 {
-		if err := vfs.MkdirAllDurable(fsys, c.dir, 0o700); err != nil {
+		if err := vfs.MkdirAllDurable(fsys, c.Dir, 0o700); err != nil {
 			return err
 		}
 	}
 	for _, e := range ents {
 		d, err := digest.FromHex(e.Name())
-		if err != nil || exists(fsys, c.path(d)) {
+		if err != nil || exists(fsys, c.Path(d)) {
 			continue
 		}
-		if err := fsys.Rename(filepath.Join(bdir, e.Name()), c.path(d)); err != nil {
+		if err := fsys.Rename(filepath.Join(bdir, e.Name()), c.Path(d)); err != nil {
 			return err
 		}
 	}

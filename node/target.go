@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentcapsule/capsule/node/store"
 	"io"
 	"path/filepath"
 	"strings"
@@ -213,7 +214,7 @@ func (a *agent) missing(blobs []transfer.Blob) []digest.Digest {
 		seen[b.Digest] = true
 	}
 	if len(unknown) > maxMissingStats {
-		present, err := blobNames(a.n.fsys, a.cas().dir)
+		present, err := blobNames(a.n.fsys, a.cas().Dir)
 		if err != nil {
 			present = nil // no store yet (or unreadable): every blob is wanted
 		}
@@ -225,7 +226,7 @@ func (a *agent) missing(blobs []transfer.Blob) []digest.Digest {
 		return out
 	}
 	for _, d := range unknown {
-		if fi, err := a.n.fsys.Lstat(a.cas().path(d)); err != nil || !fi.Mode().IsRegular() {
+		if fi, err := a.n.fsys.Lstat(a.cas().Path(d)); err != nil || !fi.Mode().IsRegular() {
 			out = append(out, d)
 		}
 	}
@@ -337,22 +338,22 @@ type pushState struct {
 
 // finish names a received blob: in the CAS store, durably, or for a
 // prepare in the fresh folder, which its staging makes durable.
-func (p *pushState) finish(pb *pendingBlob) {
+func (p *pushState) finish(pb *store.Pending) {
 	if p.fresh != "" {
-		p.puts.do(func() error { return pb.finishFresh(p.fresh) })
+		p.puts.do(func() error { return pb.FinishUnsynced(p.fresh) })
 		return
 	}
-	p.puts.do(pb.finish)
+	p.puts.do(pb.Finish)
 }
 
 func (n *Node) pushFrame(ctx context.Context, p *pushState, f api.Frame, r io.Reader) error {
 	a := p.a
 	switch f.Kind {
 	case api.FrameBlob, api.FrameDelta:
-		var pb *pendingBlob
+		var pb *store.Pending
 		var err error
 		if f.Kind == api.FrameBlob {
-			pb, _, err = a.cas().receive(f.Digest, f.Size, r)
+			pb, _, err = a.cas().Receive(f.Digest, f.Size, r)
 		} else {
 			pb, err = a.receiveDelta(f, r)
 		}
@@ -421,7 +422,7 @@ type finisher struct {
 	errs []error
 }
 
-func newFinisher() *finisher { return &finisher{sem: make(chan struct{}, syncWorkers)} }
+func newFinisher() *finisher { return &finisher{sem: make(chan struct{}, store.SyncWorkers)} }
 
 func (f *finisher) do(fn func() error) {
 	f.sem <- struct{}{}

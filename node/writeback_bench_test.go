@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/agentcapsule/capsule/node/store"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -196,14 +197,14 @@ func BenchmarkCASReceive(b *testing.B) {
 	b.SetBytes(int64(k) << 20)
 	b.ResetTimer()
 	for i := range b.N {
-		c := cas{fsys: vfs.OS{}, dir: filepath.Join(b.TempDir(), fmt.Sprint("cas", i))}
+		c := store.Disk{FS: vfs.OS{}, Dir: filepath.Join(b.TempDir(), fmt.Sprint("cas", i))}
 		fin := newFinisher()
 		for j := range blobs {
-			pb, _, err := c.write(ds[j], bytes.NewReader(blobs[j]))
+			pb, _, err := c.Write(ds[j], bytes.NewReader(blobs[j]))
 			if err != nil {
 				b.Fatal(err)
 			}
-			fin.do(pb.finish)
+			fin.do(pb.Finish)
 		}
 		if err := fin.wait(); err != nil {
 			b.Fatal(err)

@@ -1,4 +1,4 @@
-package node
+package store
 
 import (
 	"encoding/json"
@@ -14,26 +14,23 @@ import (
 )
 
 // The stat cache outlives a restart the way git's index does: a node that
-// stops saves it beside the workspace (statCacheFile, in the agent's
-// folder, never in the capsule), and a node that starts holding the agent
+// stops saves it beside the workspace (node: statCacheFile, in the
+// agent's folder, never in the capsule), and a node that starts holding the agent
 // loads it, so the first record after a restart (a commit, or the first
 // pre-copy round of a move) hashes only what changed while the node was
 // down instead of the whole workspace. An entry vouches for a file only
 // while the file's size, modification time, mode, inode and change time
 // are all what they were when it was hashed, and never for a file that
-// was racily clean then (statCache.lookup); a file replaced or rewritten
+// was racily clean then (StatCache.Lookup); a file replaced or rewritten
 // while the node was down is therefore hashed again. The file is cache: a
 // missing, torn or foreign one is ignored, and a wrong digest in it could
 // not go unnoticed (the capsule's store refuses bytes that do not hash to
 // the digest they are stored under, and so does every target).
 
-// statCacheFile is the saved stat cache of DATA/agents/<id>/work.
-const statCacheFile = "statcache.json"
-
-// statCacheVersion is the version of statCacheFile's format.
+// statCacheVersion is the version of the saved stat cache's format.
 const statCacheVersion = 1
 
-// maxStatCacheFile bounds what loadStatCache reads.
+// maxStatCacheFile bounds what LoadFile reads.
 const maxStatCacheFile = 256 << 20
 
 type savedStatCache struct {
@@ -53,12 +50,12 @@ type savedStatEntry struct {
 	At    int64         `json:"at"` // when it was hashed, UnixNano
 }
 
-// saveStatCache writes the agent's stat cache (durably: it is read after
-// a restart). It writes nothing for a cache that describes no workspace.
-func (a *agent) saveStatCache() error {
-	c := &a.cache
+// SaveFile writes the cache to name, durably (it is read after a
+// restart), when it describes the workspace dir. It writes nothing for a
+// cache that describes no workspace or another one.
+func (c *StatCache) SaveFile(fsys vfs.FS, name, dir string) error {
 	c.mu.Lock()
-	if c.files == nil || c.dir != a.work() {
+	if c.files == nil || c.dir != dir {
 		c.mu.Unlock()
 		return nil
 	}
@@ -72,16 +69,17 @@ func (a *agent) saveStatCache() error {
 	if err != nil {
 		return err
 	}
-	if err := vfs.WriteFile(a.n.fsys, a.path(statCacheFile), b, 0o600); err != nil {
-		return fmt.Errorf("save stat cache: %w", err)
+	if err := vfs.WriteFile(fsys, name, b, 0o600); err != nil {
+		return fmt.Errorf("store: save stat cache: %w", err)
 	}
 	return nil
 }
 
-// loadStatCache fills an unused stat cache from statCacheFile, when that
-// describes this agent's workspace. It returns the entries loaded.
-func (a *agent) loadStatCache() (int, error) {
-	f, err := a.n.fsys.Open(a.path(statCacheFile))
+// LoadFile fills an unused cache from the file name, when that describes
+// the workspace dir. It returns the entries loaded; a cache in use already
+// is left alone (what it knows is newer).
+func (c *StatCache) LoadFile(fsys vfs.FS, name, dir string) (int, error) {
+	f, err := fsys.Open(name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -94,19 +92,18 @@ func (a *agent) loadStatCache() (int, error) {
 		return 0, err
 	}
 	if len(b) > maxStatCacheFile {
-		return 0, fmt.Errorf("%s: over %d bytes", statCacheFile, maxStatCacheFile)
+		return 0, fmt.Errorf("store: %s: over %d bytes", name, maxStatCacheFile)
 	}
-	files, err := parseStatCache(b, a.work())
+	files, err := parseStatCache(b, dir)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", statCacheFile, err)
+		return 0, fmt.Errorf("store: %s: %w", name, err)
 	}
-	c := &a.cache
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.files != nil {
-		return 0, nil // in use already: what it knows is newer
+		return 0, nil
 	}
-	c.dir, c.files, c.stored = a.work(), files, nil
+	c.dir, c.files, c.stored = dir, files, nil
 	return len(files), nil
 }
 
@@ -132,7 +129,7 @@ func parseStatCache(b []byte, dir string) (map[string]cachedFile, error) {
 			return nil, fmt.Errorf("entry %d (%s): bad digest or size", i, e.Path)
 		}
 		files[e.Path] = cachedFile{
-			key:  statKey{size: e.Size, mtime: e.MTime, mode: fs.FileMode(e.Mode), ino: e.Ino, ctime: e.CTime},
+			key:  StatKey{size: e.Size, mtime: e.MTime, mode: fs.FileMode(e.Mode), ino: e.Ino, ctime: e.CTime},
 			blob: e.Blob,
 			at:   time.Unix(0, e.At),
 		}

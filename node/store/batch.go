@@ -1,4 +1,4 @@
-package node
+package store
 
 import (
 	"errors"
@@ -14,68 +14,67 @@ import (
 	"github.com/agentcapsule/capsule/vfs"
 )
 
-// syncBatch makes many writes durable at once. A step writes its files
+// Batch makes many writes durable at once. A step writes its files
 // without syncing them and notes each file and each directory whose
-// entries it changed; flush then fsyncs every file concurrently, renames
+// entries it changed; Flush then fsyncs every file concurrently, renames
 // the files written atomically into place, and syncs every noted directory
 // once, concurrently. Concurrent fsyncs share the file system's journal
-// commits, so N files cost little more than one fsync (bench_test.go
+// commits, so N files cost little more than one fsync (BenchmarkDiskSync
 // measures it), where N sequential WriteFiles cost 2N.
 //
-// Nothing a batch wrote may be trusted before flush returns nil: a move's
-// staging becomes trusted only with the PREPARED record, written after the
-// flush, and the shadow workspace only with shadow.json, written after it.
-type syncBatch struct {
+// Nothing a batch wrote may be trusted before Flush returns nil: the
+// caller writes the record that makes it trusted after the flush.
+type Batch struct {
 	files   []string
 	renames [][2]string // temp -> final, done after the files are synced
 	dirs    map[string]bool
 }
 
-// syncWorkers bounds the concurrent fsyncs of a flush.
-const syncWorkers = 8
+// SyncWorkers bounds the concurrent fsyncs of a Flush.
+const SyncWorkers = 8
 
-// file notes a file to fsync.
-func (b *syncBatch) file(path string) { b.files = append(b.files, path) }
+// File notes a file to fsync.
+func (b *Batch) File(path string) { b.files = append(b.files, path) }
 
-// dir notes a directory whose entries changed.
-func (b *syncBatch) dir(path string) {
+// Dir notes a directory whose entries changed.
+func (b *Batch) Dir(path string) {
 	if b.dirs == nil {
 		b.dirs = map[string]bool{}
 	}
 	b.dirs[filepath.Clean(path)] = true
 }
 
-// created notes a new entry: its directory must be synced.
-func (b *syncBatch) created(path string) { b.dir(filepath.Dir(path)) }
+// Created notes a new entry: its directory must be synced.
+func (b *Batch) Created(path string) { b.Dir(filepath.Dir(path)) }
 
 var batchSeq atomic.Uint64
 
-// writeAtomic writes data to a temporary file beside name now; flush
+// WriteAtomic writes data to a temporary file beside name now; flush
 // syncs it, then renames it over name and syncs the directory, so that
 // name holds its old or its new content after a crash, never a mix.
-func (b *syncBatch) writeAtomic(fsys vfs.FS, name string, data []byte, perm fs.FileMode) error {
+func (b *Batch) WriteAtomic(fsys vfs.FS, name string, data []byte, perm fs.FileMode) error {
 	tmp := filepath.Join(filepath.Dir(name), vfs.TempPrefix+filepath.Base(name)+"-b"+strconv.FormatUint(batchSeq.Add(1), 36))
-	if err := writeNew(fsys, tmp, data, perm); err != nil {
+	if err := WriteNew(fsys, tmp, data, perm); err != nil {
 		return err
 	}
 	b.files = append(b.files, tmp)
 	b.renames = append(b.renames, [2]string{tmp, name})
-	b.dir(filepath.Dir(name))
+	b.Dir(filepath.Dir(name))
 	return nil
 }
 
-// renameAfterSync notes a file written unsynced: flush syncs it, then
+// RenameAfterSync notes a file written unsynced: Flush syncs it, then
 // renames it to name and syncs name's directory. The directory it leaves
 // is not synced: the caller removes that directory whole, after a crash
 // too, so an old entry left in it after a crash is never read.
-func (b *syncBatch) renameAfterSync(tmp, name string) {
+func (b *Batch) RenameAfterSync(tmp, name string) {
 	b.files = append(b.files, tmp)
 	b.renames = append(b.renames, [2]string{tmp, name})
-	b.dir(filepath.Dir(name))
+	b.Dir(filepath.Dir(name))
 }
 
-// writeNew creates name (which must not exist) holding data, unsynced.
-func writeNew(fsys vfs.FS, name string, data []byte, perm fs.FileMode) error {
+// WriteNew creates name (which must not exist) holding data, unsynced.
+func WriteNew(fsys vfs.FS, name string, data []byte, perm fs.FileMode) error {
 	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err
@@ -90,13 +89,13 @@ func writeNew(fsys vfs.FS, name string, data []byte, perm fs.FileMode) error {
 	return err
 }
 
-// flush makes everything noted durable: files, then renames, then
+// Flush makes everything noted durable: files, then renames, then
 // directories. The batch is empty afterwards, whatever the outcome.
-func (b *syncBatch) flush(fsys vfs.FS) error {
+func (b *Batch) Flush(fsys vfs.FS) error {
 	files, renames, dirs := b.files, b.renames, b.dirs
-	*b = syncBatch{}
+	*b = Batch{}
 	errs := make([]error, len(files))
-	par.Do(len(files), syncWorkers, func(i int) { errs[i] = syncFile(fsys, files[i]) })
+	par.Do(len(files), SyncWorkers, func(i int) { errs[i] = SyncFile(fsys, files[i]) })
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
@@ -115,14 +114,15 @@ func (b *syncBatch) flush(fsys vfs.FS) error {
 	}
 	sort.Strings(list)
 	errs = make([]error, len(list))
-	par.Do(len(list), syncWorkers, func(i int) { errs[i] = fsys.SyncDir(list[i]) })
+	par.Do(len(list), SyncWorkers, func(i int) { errs[i] = fsys.SyncDir(list[i]) })
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("sync: %w", err)
 	}
 	return nil
 }
 
-func syncFile(fsys vfs.FS, name string) error {
+// SyncFile fsyncs the file name.
+func SyncFile(fsys vfs.FS, name string) error {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return err

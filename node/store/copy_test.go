@@ -1,4 +1,4 @@
-package node
+package store
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func streamOf(t *testing.T, frames ...frame) *api.StreamReader {
 
 // receiveAll stores every blob frame of s the way Push does, finishing
 // each one in turn; it returns the first error.
-func receiveAll(c cas, s *api.StreamReader) error {
+func receiveAll(c Disk, s *api.StreamReader) error {
 	for {
 		f, r, err := s.Next()
 		if err == io.EOF {
@@ -50,12 +50,12 @@ func receiveAll(c cas, s *api.StreamReader) error {
 		if err != nil {
 			return err
 		}
-		pb, _, err := c.receive(f.Digest, f.Size, r)
+		pb, _, err := c.Receive(f.Digest, f.Size, r)
 		if err != nil {
 			return err
 		}
 		if pb != nil {
-			if err := pb.finish(); err != nil {
+			if err := pb.Finish(); err != nil {
 				return err
 			}
 		}
@@ -63,11 +63,11 @@ func receiveAll(c cas, s *api.StreamReader) error {
 }
 
 // TestCASReceive stores blobs of every size class through receive (in
-// memory up to chunkSize, streamed to a file above) and checks each is
+// memory up to ChunkSize, streamed to a file above) and checks each is
 // stored under its name, or refused with nothing left behind when its
 // bytes are not those of its digest, on OS and Mem.
 func TestCASReceive(t *testing.T) {
-	sizes := []int{0, 1, 4096, chunkSize - 1, chunkSize, chunkSize + 1, 2*chunkSize + 7}
+	sizes := []int{0, 1, 4096, ChunkSize - 1, ChunkSize, ChunkSize + 1, 2*ChunkSize + 7}
 	for _, fsName := range []string{"OS", "Mem"} {
 		for _, size := range sizes {
 			for _, lie := range []bool{false, true} {
@@ -77,7 +77,7 @@ func TestCASReceive(t *testing.T) {
 					if fsName == "OS" {
 						fsys, dir = vfs.OS{}, filepath.Join(t.TempDir(), "cas")
 					}
-					c := cas{fsys: fsys, dir: dir}
+					c := Disk{FS: fsys, Dir: dir}
 					data := randomBytes(uint64(size)+1, size)
 					f := honest(data)
 					if lie {
@@ -103,7 +103,7 @@ func TestCASReceive(t *testing.T) {
 						t.Fatalf("store holds %v, want %v", names, want)
 					}
 					if !lie {
-						got, err := vfs.ReadFile(fsys, c.path(f.d))
+						got, err := vfs.ReadFile(fsys, c.Path(f.d))
 						if err != nil || !bytes.Equal(got, data) {
 							t.Errorf("stored blob: %d bytes, err %v; want the %d bytes sent", len(got), err, len(data))
 						}
@@ -117,7 +117,7 @@ func TestCASReceive(t *testing.T) {
 // TestCASReceivePresent: a blob the store has is read to its end (the
 // stream goes on with the next frame) and not stored again.
 func TestCASReceivePresent(t *testing.T) {
-	c := cas{fsys: vfs.NewMem(), dir: "/cas"}
+	c := Disk{FS: vfs.NewMem(), Dir: "/cas"}
 	a, b := honest([]byte("first")), honest([]byte("second"))
 	if err := receiveAll(c, streamOf(t, a)); err != nil {
 		t.Fatal(err)
@@ -173,7 +173,7 @@ func TestCopyVerifiedTrust(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := copyOver(fsys, src, dst, wrong, int64(len(data)), 0o640, false)
+			_, err := CopyOver(fsys, src, dst, wrong, int64(len(data)), 0o640, false)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("copyOver = %v, want %v", err, tc.want)
 			}
@@ -204,12 +204,12 @@ func TestCopyVerifiedReceived(t *testing.T) {
 			if fsName == "OS" {
 				fsys, dir = vfs.OS{}, t.TempDir()
 			}
-			c := cas{fsys: fsys, dir: filepath.Join(dir, "cas")}
-			f := honest(randomBytes(7, 3*chunkSize/2))
+			c := Disk{FS: fsys, Dir: filepath.Join(dir, "cas")}
+			f := honest(randomBytes(7, 3*ChunkSize/2))
 			if err := receiveAll(c, streamOf(t, f)); err != nil {
 				t.Fatal(err)
 			}
-			fi, err := fsys.Stat(c.path(f.d))
+			fi, err := fsys.Stat(c.Path(f.d))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,13 +217,13 @@ func TestCopyVerifiedReceived(t *testing.T) {
 				t.Errorf("trusted after receive: %v, want %v", got, want)
 			}
 			dst := filepath.Join(dir, "work-file")
-			if _, err := copyOver(fsys, c.path(f.d), dst, f.d, int64(len(f.data)), 0o755, false); err != nil {
+			if _, err := CopyOver(fsys, c.Path(f.d), dst, f.d, int64(len(f.data)), 0o755, false); err != nil {
 				t.Fatal(err)
 			}
 			if got, err := vfs.ReadFile(fsys, dst); err != nil || !bytes.Equal(got, f.data) {
 				t.Errorf("copy: %d bytes, %v; want the blob's %d", len(got), err, len(f.data))
 			}
-			_, err = copyOver(fsys, c.path(f.d), dst+"2", f.d, int64(len(f.data))+1, 0o644, false)
+			_, err = CopyOver(fsys, c.Path(f.d), dst+"2", f.d, int64(len(f.data))+1, 0o644, false)
 			if !errors.Is(err, ErrBlobMismatch) {
 				t.Errorf("copy with a wrong size = %v, want ErrBlobMismatch", err)
 			}
@@ -234,19 +234,19 @@ func TestCopyVerifiedReceived(t *testing.T) {
 // TestCopyChunks: copies of every length arrive whole, and a reader's
 // error is returned, not taken for the end.
 func TestCopyChunks(t *testing.T) {
-	for _, n := range []int{0, 1, chunkSize - 1, chunkSize, chunkSize + 1, 3 * chunkSize} {
+	for _, n := range []int{0, 1, ChunkSize - 1, ChunkSize, ChunkSize + 1, 3 * ChunkSize} {
 		data := randomBytes(uint64(n), n)
 		var out bytes.Buffer
-		got, err := copyChunks(&out, io.MultiReader(bytes.NewReader(data[:n/2]), bytes.NewReader(data[n/2:])))
+		got, err := CopyChunks(&out, io.MultiReader(bytes.NewReader(data[:n/2]), bytes.NewReader(data[n/2:])))
 		if err != nil || got != int64(n) || !bytes.Equal(out.Bytes(), data) {
 			t.Errorf("copyChunks of %d bytes: %d, %v; contents equal: %v", n, got, err, bytes.Equal(out.Bytes(), data))
 		}
 	}
 	boom := errors.New("boom")
-	if _, err := copyChunks(io.Discard, io.MultiReader(bytes.NewReader(make([]byte, chunkSize)), iotestErr{boom})); !errors.Is(err, boom) {
+	if _, err := CopyChunks(io.Discard, io.MultiReader(bytes.NewReader(make([]byte, ChunkSize)), iotestErr{boom})); !errors.Is(err, boom) {
 		t.Errorf("copyChunks of a failing reader = %v, want %v", err, boom)
 	}
-	if _, err := readToEnd(bytes.NewReader(make([]byte, 11)), make([]byte, 10)); !errors.Is(err, ErrBlobMismatch) {
+	if _, err := ReadToEnd(bytes.NewReader(make([]byte, 11)), make([]byte, 10)); !errors.Is(err, ErrBlobMismatch) {
 		t.Errorf("readToEnd of a reader longer than the buffer = %v, want ErrBlobMismatch", err)
 	}
 }
@@ -256,8 +256,8 @@ type iotestErr struct{ err error }
 func (r iotestErr) Read([]byte) (int, error) { return 0, r.err }
 
 // casHolds reports whether the store holds blob d as a file of size bytes.
-func casHolds(c cas, d digest.Digest, size int64) bool {
-	fi, err := c.fsys.Stat(c.path(d))
+func casHolds(c Disk, d digest.Digest, size int64) bool {
+	fi, err := c.FS.Stat(c.Path(d))
 	return err == nil && fi.Mode().IsRegular() && fi.Size() == size
 }
 
@@ -299,12 +299,12 @@ func TestApplyDeltaWritesOverInPlace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, _ := inodeOf(fi)
+		n, _ := InodeOf(fi)
 		return n
 	}
 	ownBefore := ino(filepath.Join(work, "own"))
-	var b syncBatch
-	if err := applyDelta(vfs.OS{}, blobFolder{dir: blobs}, work, from, to, &b); err != nil {
+	var b Batch
+	if err := Checkout(vfs.OS{}, Folder{Dir: blobs}, work, from, to, &b); err != nil {
 		t.Fatal(err)
 	}
 	for p, want := range map[string]string{"work/own": "new own bytes", "work/linked": "new linked", "other-link": "old linked"} {

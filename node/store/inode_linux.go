@@ -1,14 +1,14 @@
-package node
+package store
 
 import (
 	"io/fs"
 	"syscall"
 )
 
-// inodeOf returns the file's inode number and change time (which every
+// InodeOf returns the file's inode number and change time (which every
 // write and chmod moves, unlike the modification time), or zeros if the
 // FS does not say.
-func inodeOf(fi fs.FileInfo) (ino uint64, ctime int64) {
+func InodeOf(fi fs.FileInfo) (ino uint64, ctime int64) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return st.Ino, st.Ctim.Nano()
 	}

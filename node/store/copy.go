@@ -1,4 +1,4 @@
-package node
+package store
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ import (
 // whose file was since replaced, rewritten or touched is hashed again,
 // within the grain of the change time (a clock tick on some kernels): what
 // is trusted is that no writer of this process touches a stored blob, not
-// that nobody else can. A renamed folder (the CAS store becomes a
+// that nobody else can. A renamed folder (the store becomes a
 // staging's blob folder by one rename) keeps its files known. Memory
 // only: after a restart, when a crash may have left anything on disk,
 // every blob is hashed again. File systems that report no inode (vfs.Mem)
@@ -44,7 +44,7 @@ type trustKey struct {
 }
 
 func trustKeyOf(fi fs.FileInfo, d digest.Digest) (trustKey, bool) {
-	ino, ctime := inodeOf(fi)
+	ino, ctime := InodeOf(fi)
 	return trustKey{d: d, ino: ino, ctime: ctime, size: fi.Size()}, ino != 0 && fi.Mode().IsRegular()
 }
 
@@ -78,7 +78,7 @@ func (t *blobTrust) has(fi fs.FileInfo, d digest.Digest) bool {
 	return t.m[k]
 }
 
-// copyOver copies the blob file src into dst with mode perm, checking
+// CopyOver copies the blob file src into dst with mode perm, checking
 // that it holds the size bytes of want: by hashing them as they are
 // copied, or, for a blob this process verified when it stored it
 // (verifiedBlobs), by its size alone, letting the kernel copy the bytes
@@ -88,14 +88,14 @@ func (t *blobTrust) has(fi fs.FileInfo, d digest.Digest) bool {
 //
 // Without over, dst must not exist. With over, a dst that is a file of its
 // own (a regular file with one link) is written over in place, and
-// anything else there is replaced; copyOver reports whether it wrote in
+// anything else there is replaced; CopyOver reports whether it wrote in
 // place. Creating a file costs far more than truncating one on some file
 // systems (about 1 ms against 30 µs on this project's test machine), and a
 // file written over leaves its directory unchanged. Over is only for
 // folders nothing trusts until a sync that follows (a move's staging, a
 // shadow whose shadow.json is gone): a crash before that sync may leave
 // dst holding anything.
-func copyOver(fsys vfs.FS, src, dst string, want digest.Digest, size int64, perm fs.FileMode, over bool) (bool, error) {
+func CopyOver(fsys vfs.FS, src, dst string, want digest.Digest, size int64, perm fs.FileMode, over bool) (bool, error) {
 	in, err := fsys.Open(src)
 	if err != nil {
 		return false, err
@@ -149,10 +149,10 @@ func openOver(fsys vfs.FS, dst string, perm fs.FileMode, over bool) (vfs.File, b
 	return f, false, err
 }
 
-// writeOver writes data to name, in place when name is a file of its own
-// (see copyOver), else as a new file (replacing whatever was there),
+// WriteOver writes data to name, in place when name is a file of its own
+// (see CopyOver), else as a new file (replacing whatever was there),
 // unsynced. It reports whether it wrote in place.
-func writeOver(fsys vfs.FS, name string, data []byte, perm fs.FileMode) (bool, error) {
+func WriteOver(fsys vfs.FS, name string, data []byte, perm fs.FileMode) (bool, error) {
 	f, replaced, err := openOver(fsys, name, perm, true)
 	if err != nil {
 		return false, err

@@ -1,9 +1,10 @@
-package node
+package store_test
 
 import (
 	"bytes"
 	"flag"
-	"fmt"
+	"github.com/agentcapsule/capsule/node/store"
+	"github.com/agentcapsule/capsule/node/store/storetest"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
@@ -28,7 +29,7 @@ func seedFor(t *testing.T) uint64 {
 	if s == 0 {
 		s = uint64(time.Now().UnixNano())
 	}
-	t.Logf("seed %d; replay: go test ./node -run '%s$' -delta.seed=%d", s, t.Name(), s)
+	t.Logf("seed %d; replay: go test ./node/store -run '%s$' -delta.seed=%d", s, t.Name(), s)
 	return s
 }
 
@@ -141,43 +142,6 @@ func (t randomTree) write(tb testing.TB, fsys vfs.FS, dir string) {
 	}
 }
 
-// listTree describes every entry below dir: type, mode, content, link.
-func listTree(tb testing.TB, fsys vfs.FS, dir string) []string {
-	tb.Helper()
-	var out []string
-	var walkDir func(rel string)
-	walkDir = func(rel string) {
-		ents, err := fsys.ReadDir(filepath.Join(dir, filepath.FromSlash(rel)))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, e := range ents {
-			p := path.Join(rel, e.Name())
-			host := filepath.Join(dir, filepath.FromSlash(p))
-			fi, err := fsys.Lstat(host)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			switch {
-			case fi.IsDir():
-				out = append(out, fmt.Sprintf("%s dir %v", p, fi.Mode().Perm()))
-				walkDir(p)
-			case fi.Mode()&fs.ModeSymlink != 0:
-				target, _ := fsys.Readlink(host)
-				out = append(out, fmt.Sprintf("%s link %s", p, target))
-			default:
-				b, err := vfs.ReadFile(fsys, host)
-				if err != nil {
-					tb.Fatal(err)
-				}
-				out = append(out, fmt.Sprintf("%s file %v %q", p, fi.Mode().Perm(), b))
-			}
-		}
-	}
-	walkDir("")
-	return out
-}
-
 // TestApplyDeltaIsACheckout turns a checkout of one random snapshot into
 // the next with applyDelta, many times over, and checks after each step
 // that the tree is exactly what capsule.CheckoutSnapshot writes for the
@@ -192,7 +156,7 @@ func TestApplyDeltaIsACheckout(t *testing.T) {
 			if fsName == "mem" {
 				fsys, root = vfs.NewMem(), "/t"
 			}
-			store := capsule.NewBlobStore(fsys, filepath.Join(root, "blobs"))
+			bs := capsule.NewBlobStore(fsys, filepath.Join(root, "blobs"))
 			ws, live, fresh := filepath.Join(root, "ws"), filepath.Join(root, "live"), filepath.Join(root, "fresh")
 			tree, prev := randomTree{}, capsule.NewSnapshot()
 			if err := fsys.MkdirAll(live, 0o755); err != nil {
@@ -201,22 +165,22 @@ func TestApplyDeltaIsACheckout(t *testing.T) {
 			for step := range 40 {
 				tree.mutate(r, true)
 				tree.write(t, fsys, ws)
-				snap, _, err := capsule.BuildSnapshot(ws, store, capsule.SnapshotConfig{FS: fsys}, "")
+				snap, _, err := capsule.BuildSnapshot(ws, bs, capsule.SnapshotConfig{FS: fsys}, "")
 				if err != nil {
 					t.Fatal(err)
 				}
-				var b syncBatch
-				if err := applyDelta(fsys, blobFolder{dir: store.Dir()}, live, prev, snap, &b); err != nil {
+				var b store.Batch
+				if err := store.Checkout(fsys, store.Folder{Dir: bs.Dir()}, live, prev, snap, &b); err != nil {
 					t.Fatalf("step %d: applyDelta: %v", step, err)
 				}
-				if err := b.flush(fsys); err != nil {
+				if err := b.Flush(fsys); err != nil {
 					t.Fatalf("step %d: flush: %v", step, err)
 				}
 				_ = fsys.RemoveAll(fresh)
-				if err := capsule.CheckoutSnapshot(snap, store, fresh, capsule.CheckoutConfig{FS: fsys}); err != nil {
+				if err := capsule.CheckoutSnapshot(snap, bs, fresh, capsule.CheckoutConfig{FS: fsys}); err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff(listTree(t, fsys, fresh), listTree(t, fsys, live)); diff != "" {
+				if diff := cmp.Diff(storetest.ListTree(t, fsys, fresh), storetest.ListTree(t, fsys, live)); diff != "" {
 					t.Fatalf("step %d: delta-applied tree differs from a checkout (-checkout +delta):\n%s", step, diff)
 				}
 				prev = snap
@@ -237,8 +201,8 @@ func TestApplyDeltaRefusesABadBlob(t *testing.T) {
 	}
 	snap := &capsule.Snapshot{Version: capsule.SnapshotVersion, Entries: []capsule.Entry{{Path: "f", Type: capsule.TypeFile, Size: 6, Blob: d}}}
 	_ = fsys.MkdirAll("/w", 0o755)
-	var b syncBatch
-	err := applyDelta(fsys, blobFolder{dir: "/blobs"}, "/w", capsule.NewSnapshot(), snap, &b)
+	var b store.Batch
+	err := store.Checkout(fsys, store.Folder{Dir: "/blobs"}, "/w", capsule.NewSnapshot(), snap, &b)
 	if err == nil {
 		t.Fatal("applyDelta copied a blob that does not match its digest")
 	}
@@ -262,8 +226,8 @@ func TestRecordWorkMatchesBuildSnapshot(t *testing.T) {
 				fsys, root = vfs.NewMem(), "/t"
 			}
 			ws := filepath.Join(root, "ws")
-			store := capsule.NewBlobStore(fsys, filepath.Join(root, "blobs"))
-			var cache statCache
+			bs := capsule.NewBlobStore(fsys, filepath.Join(root, "blobs"))
+			var cache store.StatCache
 			tree := randomTree{}
 			old := time.Now().Add(-time.Hour)
 			for step := range 40 {
@@ -275,36 +239,36 @@ func TestRecordWorkMatchesBuildSnapshot(t *testing.T) {
 				if fsName == "os" {
 					backdate(t, ws, old)
 				}
-				want, _, err := capsule.BuildSnapshot(ws, store, capsule.SnapshotConfig{FS: fsys}, "")
+				want, _, err := capsule.BuildSnapshot(ws, bs, capsule.SnapshotConfig{FS: fsys}, "")
 				if err != nil {
 					t.Fatal(err)
 				}
 				for pass := range 2 { // the second pass may answer from the cache
-					got, err := recordWork(fsys, ws, &cache, time.Now)
+					got, err := store.RecordWork(fsys, ws, &cache, time.Now)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if diff := cmp.Diff(want.Entries, got.snap.Entries); diff != "" {
+					if diff := cmp.Diff(want.Entries, got.Snap.Entries); diff != "" {
 						t.Fatalf("step %d pass %d: recordWork differs from BuildSnapshot (-want +got):\n%s", step, pass, diff)
 					}
 				}
 				if fsName == "os" {
 					sameSizeRewrite(t, r, tree, ws, old)
-					want, _, _ = capsule.BuildSnapshot(ws, store, capsule.SnapshotConfig{FS: fsys}, "")
-					got, err := recordWork(fsys, ws, &cache, time.Now)
+					want, _, _ = capsule.BuildSnapshot(ws, bs, capsule.SnapshotConfig{FS: fsys}, "")
+					got, err := store.RecordWork(fsys, ws, &cache, time.Now)
 					if err != nil {
 						t.Fatal(err)
 					}
-					if diff := cmp.Diff(want.Entries, got.snap.Entries); diff != "" {
+					if diff := cmp.Diff(want.Entries, got.Snap.Entries); diff != "" {
 						t.Fatalf("step %d: a same-size rewrite with its old time was missed (-want +got):\n%s", step, diff)
 					}
 				}
 			}
-			if fsName == "os" && cache.hitCount() == 0 {
+			if fsName == "os" && cache.HitCount() == 0 {
 				t.Error("the stat cache was never used")
 			}
-			if fsName == "mem" && cache.hitCount() != 0 {
-				t.Errorf("the stat cache answered %d times on a file system without modification times", cache.hitCount())
+			if fsName == "mem" && cache.HitCount() != 0 {
+				t.Errorf("the stat cache answered %d times on a file system without modification times", cache.HitCount())
 			}
 		})
 	}

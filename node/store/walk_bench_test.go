@@ -1,4 +1,4 @@
-package node
+package store
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ import (
 // (how the walk stated files before vfs.ReadDirStat) and GNU find printing
 // each file's size, time and inode (the comparator: one lstat per file).
 //
-//	go test ./node -run '^$' -bench RecordWork
+//	go test ./node/store -run '^$' -bench RecordWork
 func BenchmarkRecordWork(b *testing.B) {
 	ws := filepath.Join(b.TempDir(), "ws")
 	old := time.Now().Add(-time.Hour)
@@ -32,17 +32,17 @@ func BenchmarkRecordWork(b *testing.B) {
 		}
 	}
 	run := func(b *testing.B, fsys vfs.FS) {
-		var c statCache
-		if _, err := recordWork(fsys, ws, &c, time.Now); err != nil {
+		var c StatCache
+		if _, err := RecordWork(fsys, ws, &c, time.Now); err != nil {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			rec, err := recordWork(fsys, ws, &c, time.Now)
+			rec, err := RecordWork(fsys, ws, &c, time.Now)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if len(rec.snap.Entries) != 1024 {
-				b.Fatalf("%d entries", len(rec.snap.Entries))
+			if len(rec.Snap.Entries) != 1024 {
+				b.Fatalf("%d entries", len(rec.Snap.Entries))
 			}
 		}
 	}
