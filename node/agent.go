@@ -47,34 +47,39 @@ type agentMeta struct {
 	RemovedAt uint64 `json:"removed_at,omitempty"`
 }
 
-// agent is one agent known to this node: held and maybe running, or known
-// only as a target (epochs seen, an incoming move), or retired.
-type agent struct {
+// tenant is the node's record of one agent it knows: held and maybe
+// running, or known only as a target (epochs seen, an incoming move), or
+// retired. (The word "agent" names what users know, and package agent the
+// LLM loop; a node hosts tenants.) What belongs to one side of a move
+// lives apart: src, the source side of this node's latest outgoing move,
+// and tgt, the target side of an incoming one. Both are set when the
+// tenant is made and never replaced, so code that holds no lock may follow
+// the pointers; their fields are guarded as documented there.
+//
+// Locks, in the order they are taken (never the reverse): Node.mu, then
+// tenant.mu, then tenant.stepMu, then moveRun.mu; cache.mu and wire.mu
+// are leaves, taken with or without the others and holding none.
+type tenant struct {
 	n   *Node
 	id  string
 	dir string
 
-	// mu serializes protocol steps and lifecycle changes of the agent.
+	// mu serializes protocol steps and lifecycle changes of the agent; it
+	// guards every field below up to stepMu, and those of src and tgt
+	// unless they say otherwise.
 	mu      sync.Mutex
-	target  *transfer.Target
-	source  *transfer.Source // this node's latest move of the agent, or nil
+	holder  *transfer.Target // the holder record (holder.jsonl): epochs seen, held or not
 	meta    agentMeta
 	log     *eventLog       // open while this node holds the agent
 	run     *runLoop        // non-nil while the runner runs
 	blocked error           // why the agent may not run here (fail closed)
-	move    *moveRun        // the latest move this node started
-	lastErr atomic.Value    // string: the runner's last error
-	cache   store.StatCache // the workspace's stat cache (source side)
-	inc     *incomingLog    // the journal copy, in memory (target side)
-	in      *inMove         // the incoming move being staged
-	shadow  *shadowMem      // shadow.json and its snapshot, in memory
-	ahead   *aheadRender    // the journal copy's render, started ahead of the prepare
-	snaps   snapMemo        // the snapshot.json parsed last (target side)
-	snapPre snapAhead       // a snapshot.json of a push being parsed in the background
-	attach  attachIndex     // attachments of the journal (source side)
-	incAtt  attachIndex     // attachments of the journal copy (target side)
-	wire    wireState       // delta bases and the last inventory by manifest (delta.go)
-	peer    peerUse         // peer requests in flight (peeragent.go); guarded by n.mu
+	lastErr atomic.Value    // string: the runner's last error (no lock)
+	cache   store.StatCache // the workspace's stat cache (own lock)
+	attach  attachIndex     // attachments of the journal
+	wire    wireState       // delta bases, for both sides of a move (own lock; delta.go)
+	peer    peerUse         // peer requests in flight (peeragent.go); guarded by Node.mu
+	src     *sourceSide     // never nil
+	tgt     *targetSide     // never nil
 
 	// stepMu is held for the whole of each runner step; taking it waits for
 	// a step boundary.
@@ -82,21 +87,46 @@ type agent struct {
 	steps  atomic.Uint64
 }
 
+// sourceSide is the source side of this node's latest move of the agent
+// (move.go, record.go, delta.go). Guarded by tenant.mu.
+type sourceSide struct {
+	machine *transfer.Source // the latest move's state machine (source.json), or nil
+	move    *moveRun         // the latest move this node started, or nil
+}
+
+// targetSide is the target side of a move of the agent into this node and
+// the caches of what earlier moves brought (incoming.go, staging.go,
+// shadow.go, target.go). Guarded by tenant.mu.
+type targetSide struct {
+	inc     *incomingLog // the journal copy, in memory
+	in      *inMove      // the incoming move being staged
+	shadow  *shadowMem   // shadow.json and its snapshot, in memory
+	ahead   *aheadRender // the journal copy's render, started ahead of the prepare
+	snaps   snapMemo     // the snapshot.json parsed last
+	snapPre snapAhead    // a snapshot.json of a push being parsed in the background (own lock)
+	att     attachIndex  // attachments of the journal copy
+}
+
+// newTenant returns the record of agent id, empty: no holder record yet.
+func (n *Node) newTenant(id string) *tenant {
+	return &tenant{n: n, id: id, dir: filepath.Join(n.cfg.Dir, "agents", id), src: &sourceSide{}, tgt: &targetSide{}}
+}
+
 type runLoop struct {
 	stop chan struct{}
 	done chan struct{}
 }
 
-func (a *agent) path(elem ...string) string {
+func (a *tenant) path(elem ...string) string {
 	return filepath.Join(append([]string{a.dir}, elem...)...)
 }
 
-func (a *agent) capsule() string { return a.path(capsuleDir) }
-func (a *agent) work() string    { return a.path(workDir) }
-func (a *agent) cas() store.Disk { return store.Disk{FS: a.n.fsys, Dir: a.path(casDir)} }
+func (a *tenant) capsule() string { return a.path(capsuleDir) }
+func (a *tenant) work() string    { return a.path(workDir) }
+func (a *tenant) cas() store.Disk { return store.Disk{FS: a.n.fsys, Dir: a.path(casDir)} }
 
 // persist makes records durable, in order: the transfer package's one rule.
-func (a *agent) persist(recs []transfer.Record) error {
+func (a *tenant) persist(recs []transfer.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -115,7 +145,7 @@ func (a *agent) persist(recs []transfer.Record) error {
 	return nil
 }
 
-func (a *agent) saveMeta() error {
+func (a *tenant) saveMeta() error {
 	b, err := json.MarshalIndent(a.meta, "", "  ")
 	if err != nil {
 		return err
@@ -125,10 +155,10 @@ func (a *agent) saveMeta() error {
 
 // stepTarget feeds in to the agent's Target and persists its records. On a
 // persist failure the Target is rolled back and nothing of the Ready is done.
-func (a *agent) stepTarget(in transfer.Input) (transfer.Ready, error) {
-	rd := a.target.Step(in)
+func (a *tenant) stepTarget(in transfer.Input) (transfer.Ready, error) {
+	rd := a.holder.Step(in)
 	if err := a.persist(rd.Records); err != nil {
-		a.target.Step(transfer.Input{Kind: transfer.InPersistFailed})
+		a.holder.Step(transfer.Input{Kind: transfer.InPersistFailed})
 		return transfer.Ready{}, err
 	}
 	return rd, nil
@@ -137,16 +167,16 @@ func (a *agent) stepTarget(in transfer.Input) (transfer.Ready, error) {
 // mayRun reports the epoch this node may run the agent at, from its
 // durable records alone: a verified holder record and no move keeping it
 // frozen (transfer.MayRun).
-func (a *agent) mayRun() (uint64, bool) {
-	if a.blocked != nil || a.target == nil {
+func (a *tenant) mayRun() (uint64, bool) {
+	if a.blocked != nil || a.holder == nil {
 		return 0, false
 	}
-	return transfer.MayRun(a.target, a.source)
+	return transfer.MayRun(a.holder, a.src.machine)
 }
 
 // startLocked opens the journal and starts the runner, appending ev (a
 // lifecycle event) first. It refuses unless mayRun allows it.
-func (a *agent) startLocked(kind journal.Kind, body any) error {
+func (a *tenant) startLocked(kind journal.Kind, body any) error {
 	if a.run != nil {
 		return nil
 	}
@@ -174,7 +204,7 @@ var ErrJournalRefused = errors.New("node: journal refused")
 
 // refuse blocks the agent because its journal was refused (err), so that
 // status shows why it does not run; `agent start` tries again.
-func (a *agent) refuse(err error) error {
+func (a *tenant) refuse(err error) error {
 	a.blocked = fmt.Errorf("%w: %w", ErrJournalRefused, err)
 	if a.log != nil {
 		_ = a.log.Close()
@@ -186,7 +216,7 @@ func (a *agent) refuse(err error) error {
 
 // runLocked starts the runner on the open journal, after the lifecycle
 // event that says why is durable. It refuses unless mayRun allows it.
-func (a *agent) runLocked() error {
+func (a *tenant) runLocked() error {
 	if a.run != nil {
 		return nil
 	}
@@ -206,7 +236,7 @@ func (a *agent) runLocked() error {
 // open one at epoch. A journal is opened only after its committed prefix
 // matches the manifest (checkJournal); one that holds an event under an
 // epoch above the holder's is refused.
-func (a *agent) openLog(epoch uint64) error {
+func (a *tenant) openLog(epoch uint64) error {
 	if a.log != nil {
 		a.log.Fence(epoch)
 		return nil
@@ -230,12 +260,12 @@ func (a *agent) openLog(epoch uint64) error {
 	return nil
 }
 
-func (a *agent) why() string {
+func (a *tenant) why() string {
 	src := a.currentSource()
 	switch {
 	case a.blocked != nil:
 		return a.blocked.Error()
-	case a.target == nil || a.target.Holder() == 0:
+	case a.holder == nil || a.holder.Holder() == 0:
 		return "no holder epoch on this node"
 	case src != nil && src.Frozen():
 		return "frozen by move " + src.State().Move + " (" + src.Phase() + ")"
@@ -248,11 +278,11 @@ func (a *agent) why() string {
 // there is none, or when the agent has come back since (docs/PROTOCOL.md
 // §7.3): the move of a round trip's first leg is history once the target
 // record holds the agent at a newer epoch.
-func (a *agent) currentSource() *transfer.Source {
-	if a.source == nil || a.target == nil || sourceIsHistory(a.source.State(), a.target) {
+func (a *tenant) currentSource() *transfer.Source {
+	if a.src.machine == nil || a.holder == nil || sourceIsHistory(a.src.machine.State(), a.holder) {
 		return nil
 	}
-	return a.source
+	return a.src.machine
 }
 
 // sourceIsHistory reports whether a source record st of this node is older
@@ -279,7 +309,7 @@ func mayReplay(st transfer.SourceState, t *transfer.Target) bool {
 // stopLocked stops the runner at a step boundary, journals why, and commits
 // the capsule (workspace snapshot, journal summary, holder) so that what is
 // on disk is complete. It is a no-op when the runner is not running.
-func (a *agent) stopLocked(reason string) error {
+func (a *tenant) stopLocked(reason string) error {
 	if stopped, err := a.haltLocked(reason); !stopped || err != nil {
 		return err
 	}
@@ -289,14 +319,14 @@ func (a *agent) stopLocked(reason string) error {
 // haltLocked stops the runner at a step boundary and journals why (the
 // event is durable when it returns). It reports whether the runner was
 // running.
-func (a *agent) haltLocked(reason string) (bool, error) {
+func (a *tenant) haltLocked(reason string) (bool, error) {
 	if a.run == nil {
 		return false, nil
 	}
 	close(a.run.stop)
 	<-a.run.done
 	a.run = nil
-	epoch := a.target.Holder()
+	epoch := a.holder.Holder()
 	if _, err := a.log.Append(journal.KindFrozen, epoch, a.n.wallTime(), journal.Frozen{Reason: reason}); err != nil {
 		return true, err
 	}
@@ -307,7 +337,7 @@ func (a *agent) haltLocked(reason string) (bool, error) {
 // commitLocked records the workspace into the capsule (blobs first, only
 // files changed since the last record are hashed) and commits the manifest
 // with this node as holder and the journal summary.
-func (a *agent) commitLocked() error {
+func (a *tenant) commitLocked() error {
 	c, err := capsule.Open(a.n.fsys, a.capsule(), capsule.Config{Writer: a.n.writer()})
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", a.id, err)
@@ -319,7 +349,7 @@ func (a *agent) commitLocked() error {
 	if err != nil {
 		return fmt.Errorf("commit %s: %w", a.id, err)
 	}
-	holder := manifest.Holder{Node: string(a.n.id), Epoch: a.target.Holder()}
+	holder := manifest.Holder{Node: string(a.n.id), Epoch: a.holder.Holder()}
 	if err := commitCapsule(c, rec.Snap, holder, a.log.Summary()); err != nil {
 		return fmt.Errorf("commit %s: %w", a.id, err)
 	}
@@ -328,8 +358,8 @@ func (a *agent) commitLocked() error {
 
 // commitHolderLocked commits the holder and the journal summary without
 // recording the workspace again (it was just checked out from the capsule).
-func (a *agent) commitHolderLocked() error {
-	holder := manifest.Holder{Node: string(a.n.id), Epoch: a.target.Holder()}
+func (a *tenant) commitHolderLocked() error {
+	holder := manifest.Holder{Node: string(a.n.id), Epoch: a.holder.Holder()}
 	if err := commitHolder(a.n.fsys, a.capsule(), holder, a.log.Summary(), a.n.writer()); err != nil {
 		return fmt.Errorf("commit %s: %w", a.id, err)
 	}
@@ -337,7 +367,7 @@ func (a *agent) commitHolderLocked() error {
 }
 
 // loop runs the runner until stop is closed, one step at a time.
-func (a *agent) loop(rl *runLoop, epoch uint64) {
+func (a *tenant) loop(rl *runLoop, epoch uint64) {
 	defer a.n.wg.Done()
 	defer close(rl.done)
 	var step uint64
@@ -362,7 +392,7 @@ func (a *agent) loop(rl *runLoop, epoch uint64) {
 	}
 }
 
-func (a *agent) step(epoch, step uint64) error {
+func (a *tenant) step(epoch, step uint64) error {
 	a.stepMu.Lock()
 	defer a.stepMu.Unlock()
 	env := &StepEnv{Agent: a.id, Node: a.n.id, Epoch: epoch, Step: step, FS: a.n.fsys, Workdir: a.work(), Now: a.n.clock.Now(),
@@ -379,20 +409,20 @@ func (a *agent) step(epoch, step uint64) error {
 }
 
 // status reports the agent as seen by this node. Caller holds a.mu.
-func (a *agent) status() api.AgentStatus {
+func (a *tenant) status() api.AgentStatus {
 	st := api.AgentStatus{ID: a.id, Name: a.meta.Name, Node: string(a.n.id), Steps: a.steps.Load()}
 	if e, ok := a.lastErr.Load().(string); ok {
 		st.Error = e
 	}
-	if a.target != nil {
-		st.Epoch = a.target.Holder()
+	if a.holder != nil {
+		st.Epoch = a.holder.Holder()
 		if st.Epoch == 0 {
-			st.Epoch = a.target.MaxEpoch()
+			st.Epoch = a.holder.MaxEpoch()
 		}
 	}
 	st.State = a.state()
 	src := a.currentSource()
-	if a.target != nil && a.target.Holder() > 0 {
+	if a.holder != nil && a.holder.Holder() > 0 {
 		st.Holder = string(a.n.id)
 	}
 	if src != nil && src.Outcome() == transfer.OutcomeCommitted {
@@ -406,8 +436,8 @@ func (a *agent) status() api.AgentStatus {
 	if a.log != nil {
 		st.Events = int(a.log.Pos().Count)
 	}
-	if src != nil && a.move != nil && a.move.id == src.State().Move {
-		ms := a.move.status()
+	if src != nil && a.src.move != nil && a.src.move.id == src.State().Move {
+		ms := a.src.move.status()
 		st.Move = &ms
 	}
 	return st
@@ -420,7 +450,7 @@ func (a *agent) status() api.AgentStatus {
 // pre-copied data of one is here; otherwise it is "", not listed: a node
 // that never held an agent and has nothing of a move of it does not show
 // it (docs/PROTOCOL.md §7.3). Caller holds a.mu.
-func (a *agent) state() string {
+func (a *tenant) state() string {
 	src := a.currentSource()
 	switch {
 	case a.blocked != nil:
@@ -438,11 +468,11 @@ func (a *agent) state() string {
 // unheldState is the state of an agent this node does not hold: a move
 // into this node pending comes first (the agent is coming back), then the
 // move this node retired it in, then pre-copied data. Caller holds a.mu.
-func (a *agent) unheldState() string {
+func (a *tenant) unheldState() string {
 	switch {
-	case a.target != nil && a.target.Pending() != nil || a.in != nil:
+	case a.holder != nil && a.holder.Pending() != nil || a.tgt.in != nil:
 		return api.StateIncoming
-	case a.source != nil && a.source.Outcome() == transfer.OutcomeCommitted:
+	case a.src.machine != nil && a.src.machine.Outcome() == transfer.OutcomeCommitted:
 		return api.StateRetired
 	case a.hasPrecopy():
 		return api.StateIncoming
@@ -453,14 +483,14 @@ func (a *agent) unheldState() string {
 // hasPrecopy reports whether the agent's folder holds what a pre-copy
 // brings: CAS blobs, a journal copy with events, or a shadow of the next
 // staging. An offer opens an empty journal copy: that is not data.
-func (a *agent) hasPrecopy() bool {
-	if a.shadow != nil || exists(a.n.fsys, a.path(shadowFile)) {
+func (a *tenant) hasPrecopy() bool {
+	if a.tgt.shadow != nil || exists(a.n.fsys, a.path(shadowFile)) {
 		return true
 	}
-	if a.inc != nil && len(a.inc.events) > 0 {
+	if a.tgt.inc != nil && len(a.tgt.inc.events) > 0 {
 		return true
 	}
-	if fi, err := a.n.fsys.Stat(a.path(incomingFile)); a.inc == nil && err == nil && fi.Size() > 0 {
+	if fi, err := a.n.fsys.Stat(a.path(incomingFile)); a.tgt.inc == nil && err == nil && fi.Size() > 0 {
 		return true
 	}
 	ents, err := a.n.fsys.ReadDir(a.cas().Dir)
@@ -469,29 +499,29 @@ func (a *agent) hasPrecopy() bool {
 
 // removed reports whether the operator removed this copy (`agent rm`) and
 // nothing about the agent happened here since. Caller holds a.mu.
-func (a *agent) removed() bool {
-	return a.meta.Removed && !a.hosted() && a.target.Pending() == nil && a.in == nil && a.target.MaxEpoch() == a.meta.RemovedAt
+func (a *tenant) removed() bool {
+	return a.meta.Removed && !a.hosted() && a.holder.Pending() == nil && a.tgt.in == nil && a.holder.MaxEpoch() == a.meta.RemovedAt
 }
 
 // listed reports whether `agent list` shows the agent: not removed, and
 // in a state (see state). Caller holds a.mu.
-func (a *agent) listed() bool {
+func (a *tenant) listed() bool {
 	return !a.removed() && a.state() != ""
 }
 
 // hosted reports whether this node holds the agent (not retired, not only
 // a cache of pre-copied blobs or an incoming move). Caller holds a.mu.
-func (a *agent) hosted() bool {
-	return a.target != nil && a.target.Holder() > 0
+func (a *tenant) hosted() bool {
+	return a.holder != nil && a.holder.Holder() > 0
 }
 
 // wallTime is the informational time of journal events.
 func (n *Node) wallTime() string { return n.clock.Now().UTC().Format(time.RFC3339Nano) }
 
-// loadAgent rebuilds an agent from its folder, failing closed: an agent
+// loadTenant rebuilds an agent from its folder, failing closed: an agent
 // whose holder record is missing or invalid is known but blocked.
-func (n *Node) loadAgent(id string) *agent {
-	a := &agent{n: n, id: id, dir: filepath.Join(n.cfg.Dir, "agents", id)}
+func (n *Node) loadTenant(id string) *tenant {
+	a := n.newTenant(id)
 	// Unsynced blobs of a process that stopped: a crash may have torn them.
 	_ = n.fsys.RemoveAll(a.path(freshDir))
 	if b, err := vfs.ReadFile(n.fsys, a.path(agentMetaFile)); err == nil {
@@ -501,15 +531,15 @@ func (n *Node) loadAgent(id string) *agent {
 	if errors.Is(err, ErrNoHolder) && !exists(n.fsys, a.capsule()) {
 		// Only pre-copied blobs arrived: no promise was ever made for this
 		// agent, so there is nothing to fence and nothing to run.
-		a.target = transfer.NewTarget(id, string(n.id))
+		a.holder = transfer.NewTarget(id, string(n.id))
 		return a
 	}
 	if err != nil {
 		a.blocked = err
-		a.target = transfer.NewTarget(id, string(n.id))
+		a.holder = transfer.NewTarget(id, string(n.id))
 		return a
 	}
-	a.target = t
+	a.holder = t
 	if t.Holder() > 0 {
 		if k, err := a.cache.LoadFile(a.n.fsys, a.path(statCacheFile), a.work()); err != nil {
 			n.log.Warn("stat cache not loaded", "agent", id, "err", err)
@@ -522,7 +552,7 @@ func (n *Node) loadAgent(id string) *agent {
 
 // recoverSource rebuilds the agent's latest move from source.json, if any,
 // and returns the Ready the host must execute now.
-func (a *agent) recoverSource() (transfer.Ready, bool, error) {
+func (a *tenant) recoverSource() (transfer.Ready, bool, error) {
 	rec, err := loadRecord(a.n.fsys, a.path(SourceFile), a.n.id, a.id)
 	var st *transfer.SourceState
 	switch {
@@ -534,7 +564,7 @@ func (a *agent) recoverSource() (transfer.Ready, bool, error) {
 	if err := a.checkCapsule(st); err != nil {
 		return transfer.Ready{}, false, err
 	}
-	if st == nil || sourceIsHistory(*st, a.target) {
+	if st == nil || sourceIsHistory(*st, a.holder) {
 		// No move, or the agent left in that move and has come back since:
 		// the record is history. Replaying it would retire the live
 		// capsule (and freeze an agent this node holds).
@@ -544,8 +574,8 @@ func (a *agent) recoverSource() (transfer.Ready, bool, error) {
 	if err != nil {
 		return transfer.Ready{}, false, err
 	}
-	a.source = src // it names the successor, replayed or not
-	if !mayReplay(*st, a.target) {
+	a.src.machine = src // it names the successor, replayed or not
+	if !mayReplay(*st, a.holder) {
 		return transfer.Ready{}, false, nil
 	}
 	return rd, true, nil
@@ -567,11 +597,11 @@ var ErrRecordBehind = errors.New("node: holder record older than the capsule")
 // the records left would act on an older state than the newest the node
 // has known (issue: a RETIRED record replayed over an agent that came
 // back deleted it).
-func (a *agent) checkCapsule(st *transfer.SourceState) error {
+func (a *tenant) checkCapsule(st *transfer.SourceState) error {
 	if !exists(a.n.fsys, a.capsule()) {
 		return nil
 	}
-	h := a.target.Holder()
+	h := a.holder.Holder()
 	m, err := readManifestFile(a.n.fsys, a.capsule())
 	switch {
 	case err != nil && h > 0:
@@ -587,7 +617,7 @@ func (a *agent) checkCapsule(st *transfer.SourceState) error {
 	case h > 0 && seen > h:
 		return fmt.Errorf("%w: %s holds the agent at epoch %d, the capsule was committed under epoch %d", ErrRecordBehind, a.path(HolderFile), h, seen)
 	case h == 0 && (st == nil || st.Phase != transfer.RecRetired || seen > st.Holder):
-		return fmt.Errorf("%w: %s does not hold the agent (highest epoch %d), but the capsule folder is there, committed under epoch %d, and no move of this node retired it", ErrRecordBehind, a.path(HolderFile), a.target.MaxEpoch(), seen)
+		return fmt.Errorf("%w: %s does not hold the agent (highest epoch %d), but the capsule folder is there, committed under epoch %d, and no move of this node retired it", ErrRecordBehind, a.path(HolderFile), a.holder.MaxEpoch(), seen)
 	}
 	return nil
 }

@@ -77,7 +77,7 @@ func attachmentsOf(events []journal.Event) (*attachIndex, error) {
 // journalAttachments returns the attachment blobs of the agent's journal,
 // reading only what was appended since the last call. Caller holds a.mu,
 // and the journal is open (a.log).
-func (a *agent) journalAttachments() ([]transfer.Blob, error) {
+func (a *tenant) journalAttachments() ([]transfer.Blob, error) {
 	end := a.log.Summary().Bytes
 	x := &a.attach
 	if end < x.bytes { // another journal (the agent came back): start over
@@ -112,13 +112,13 @@ func (a *agent) journalAttachments() ([]transfer.Blob, error) {
 // incomingAttachments returns the attachment blobs of the first n events
 // of the journal copy (a target's), indexing only events new since the
 // last call. Caller holds a.mu.
-func (a *agent) incomingAttachments(n int) ([]transfer.Blob, error) {
+func (a *tenant) incomingAttachments(n int) ([]transfer.Blob, error) {
 	l, err := a.incoming()
 	if err != nil {
 		return nil, err
 	}
 	n = min(n, len(l.events))
-	x := &a.incAtt
+	x := &a.tgt.att
 	if x.events > n { // the copy was cut back, or this is an older head
 		y, err := attachmentsOf(l.events[:n])
 		if err != nil {

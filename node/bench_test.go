@@ -221,12 +221,12 @@ func changeWorkspace(b *testing.B, n *Node, id string, cfg benchConfig) {
 // seedJournal appends k conversation events to the agent's journal through
 // its log, from many goroutines so that group commit shares the fsyncs.
 func seedJournal(b *testing.B, n *Node, id string, k int) {
-	a, err := n.getAgent(id)
+	a, err := n.getTenant(id)
 	if err != nil {
 		b.Fatal(err)
 	}
 	a.mu.Lock()
-	log, epoch := a.log, a.target.Holder()
+	log, epoch := a.log, a.holder.Holder()
 	a.mu.Unlock()
 	prod := journal.Producer{Provider: "ollama", API: "chat", Model: "llama3.2"}
 	const workers = 64
@@ -252,10 +252,10 @@ func seedJournal(b *testing.B, n *Node, id string, k int) {
 }
 
 func lastMove(n *Node, id string) *moveRun {
-	a, _ := n.getAgent(id)
+	a, _ := n.getTenant(id)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.move
+	return a.src.move
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

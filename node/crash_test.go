@@ -199,7 +199,7 @@ func targetPowerLossWithFreshBlobs(t *testing.T, crash func(t *testing.T, mem *v
 	if _, err := b2.StopAgent(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	ag, _ := b2.getAgent(id)
+	ag, _ := b2.getTenant(id)
 	if probs := verifyCapsule(mem, ag.capsule()); len(probs) > 0 {
 		t.Errorf("target capsule: %v", probs)
 	}
@@ -355,7 +355,7 @@ func targetPowerLossDuringPromote(t *testing.T, crash func(t *testing.T, mem *vf
 	if _, err := b2.StopAgent(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	ag, _ := b2.getAgent(id)
+	ag, _ := b2.getTenant(id)
 	if probs := verifyCapsule(mem, ag.capsule()); len(probs) > 0 {
 		t.Errorf("target capsule: %v", probs)
 	}

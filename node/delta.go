@@ -166,7 +166,7 @@ func deltaFrame(d digest.Digest, data []byte, b base) (api.Frame, []byte, error)
 // CAS store, its shadow, or its delta bases) and hands the verified blob
 // to the CAS store; nothing is stored when any check fails. It returns
 // the pending blob, nil if the store had it.
-func (a *agent) receiveDelta(f api.Frame, r io.Reader) (*store.Pending, error) {
+func (a *tenant) receiveDelta(f api.Frame, r io.Reader) (*store.Pending, error) {
 	if f.BlobSize > maxDeltaBlob || f.Size > maxDeltaBlob {
 		return nil, fmt.Errorf("%w: %s: %d bytes, limit %d", ErrBadDelta, f.Digest.Short(), max(f.BlobSize, f.Size), maxDeltaBlob)
 	}
@@ -183,7 +183,7 @@ func (a *agent) receiveDelta(f api.Frame, r io.Reader) (*store.Pending, error) {
 		return nil, err
 	}
 	if bytes.HasPrefix(data, snapshotPrefix) {
-		a.snapPre.start(f.Digest, data) // the offer's inventory needs it parsed
+		a.tgt.snapPre.start(f.Digest, data) // the offer's inventory needs it parsed
 	}
 	pb, _, err := a.cas().Write(f.Digest, bytes.NewReader(data))
 	return pb, err
@@ -194,14 +194,14 @@ func (a *agent) receiveDelta(f api.Frame, r io.Reader) (*store.Pending, error) {
 var snapshotPrefix = []byte(`{"version": `)
 
 // deltaBase returns the verified bytes of blob d to decode a delta with.
-func (a *agent) deltaBase(d digest.Digest) ([]byte, error) {
+func (a *tenant) deltaBase(d digest.Digest) ([]byte, error) {
 	if b, ok := a.wire.bytes(d); ok {
 		return b, nil
 	}
 	paths := []string{a.cas().Path(d)}
 	a.mu.Lock()
-	if a.in != nil { // a retried prepare: the store is the staging's blob folder
-		paths = append(paths, filepath.Join(a.in.blobs(), d.Hex()))
+	if a.tgt.in != nil { // a retried prepare: the store is the staging's blob folder
+		paths = append(paths, filepath.Join(a.tgt.in.blobs(), d.Hex()))
 	}
 	if st, _ := a.loadShadow(); st != nil && st.Files[manifest.SnapshotPath] == d {
 		paths = append(paths, filepath.Join(a.path(shadowDir, capsuleDir), filepath.FromSlash(manifest.SnapshotPath)))
@@ -232,7 +232,7 @@ func readSmall(fsys vfs.FS, p string, d digest.Digest) ([]byte, bool) {
 // (or the move's staging, once the store became it) and checked against
 // their digests; it fails, never guesses, when either is missing. Caller
 // holds a.mu.
-func (a *agent) manifestInventory(m transfer.Message) ([]transfer.Blob, error) {
+func (a *tenant) manifestInventory(m transfer.Message) ([]transfer.Blob, error) {
 	if m.Manifest == "" {
 		return nil, errors.New("inventory by manifest: the message names no manifest")
 	}
@@ -279,7 +279,7 @@ func (a *agent) manifestInventory(m transfer.Message) ([]transfer.Blob, error) {
 // holds that journal (the first events of it; a copy that lags lists
 // fewer, and the move's verify refuses a staging whose journal names a
 // blob it lacks). Caller holds a.mu.
-func (a *agent) withAttachments(blobs []transfer.Blob, events int) ([]transfer.Blob, error) {
+func (a *tenant) withAttachments(blobs []transfer.Blob, events int) ([]transfer.Blob, error) {
 	atts, err := a.incomingAttachments(events)
 	if err != nil || len(atts) == 0 {
 		return blobs, err
@@ -337,7 +337,7 @@ func readBlobIn(fsys vfs.FS, dirs []string, d digest.Digest) ([]byte, error) {
 
 // shadowBases lists the delta bases a target advertises on its want and
 // promise replies: the snapshot.json its shadow holds. Caller holds a.mu.
-func (a *agent) shadowBases() []digest.Digest {
+func (a *tenant) shadowBases() []digest.Digest {
 	st, _ := a.loadShadow()
 	if st == nil || st.Files[manifest.SnapshotPath] == "" {
 		return nil
@@ -348,8 +348,8 @@ func (a *agent) shadowBases() []digest.Digest {
 // rememberStaged keeps the snapshot.json of the move being activated as a
 // delta base, noting the source it came from (which kept it as its
 // shadow's). Caller holds a.mu, before the staging is promoted.
-func (a *agent) rememberStaged(move string) {
-	in := a.in
+func (a *tenant) rememberStaged(move string) {
+	in := a.tgt.in
 	if in == nil || in.move != move || in.m == nil {
 		return
 	}
@@ -395,7 +395,7 @@ type wireMessage struct {
 // inventory in memory (the next commit rewrites the files) as the blobs
 // an inventory by manifest needs and as delta bases. Caller holds a.mu
 // and a.stepMu, so the committed capsule is the inventory's.
-func (mr *moveRun) noteLiveHeads(a *agent, inv transfer.Inventory) {
+func (mr *moveRun) noteLiveHeads(a *tenant, inv transfer.Inventory) {
 	capDir := a.capsule()
 	mb, err := vfs.ReadFile(a.n.fsys, filepath.Join(capDir, manifest.FileName))
 	if err != nil || digest.FromBytes(mb) != inv.Manifest {
@@ -414,7 +414,7 @@ func (mr *moveRun) noteLiveHeads(a *agent, inv transfer.Inventory) {
 
 // noteFrozenHeads is noteLiveHeads for the frozen inventory, whose
 // manifest and snapshot.json frozenInventory built in memory.
-func (mr *moveRun) noteFrozenHeads(a *agent, inv transfer.Inventory) {
+func (mr *moveRun) noteFrozenHeads(a *tenant, inv transfer.Inventory) {
 	mr.mu.Lock()
 	mem, fw := mr.src.mem, mr.frozenWork
 	mr.mu.Unlock()
@@ -427,7 +427,7 @@ func (mr *moveRun) noteFrozenHeads(a *agent, inv transfer.Inventory) {
 	}
 }
 
-func (mr *moveRun) noteHeads(a *agent, inv transfer.Inventory, mb []byte, snapshot func(digest.Digest) ([]byte, *capsule.Snapshot, bool)) {
+func (mr *moveRun) noteHeads(a *tenant, inv transfer.Inventory, mb []byte, snapshot func(digest.Digest) ([]byte, *capsule.Snapshot, bool)) {
 	m, err := manifest.Parse(mb)
 	if err != nil {
 		return
@@ -518,7 +518,7 @@ func (p deltaPlan) used() bool { return len(p.frames) > 0 }
 // that have an earlier version there, when the delta is smaller. Only a
 // pre-copy have guesses: resending it whole costs little, and no time of
 // the frozen window.
-func (mr *moveRun) planDeltas(a *agent, blobs []transfer.Blob, guess bool) deltaPlan {
+func (mr *moveRun) planDeltas(a *tenant, blobs []transfer.Blob, guess bool) deltaPlan {
 	var p deltaPlan
 	a.wire.mu.Lock()
 	off := a.wire.off
@@ -572,7 +572,7 @@ func (mr *moveRun) planDeltas(a *agent, blobs []transfer.Blob, guess bool) delta
 // version of its path that the target holds and this node still has in
 // the capsule's blob store, with b's bytes; both are checked against their
 // digests. ok is false when there is none.
-func (mr *moveRun) fileBase(a *agent, b transfer.Blob, known, refused map[digest.Digest]bool) (base, []byte, bool) {
+func (mr *moveRun) fileBase(a *tenant, b transfer.Blob, known, refused map[digest.Digest]bool) (base, []byte, bool) {
 	mr.mu.Lock()
 	p, ok := mr.wire.paths[b.Digest]
 	versions := slices.Clone(mr.wire.versions[p])

@@ -31,9 +31,9 @@ func (l *incomingLog) pos() transfer.JournalPos { return posOf(l.events) }
 // incoming returns the journal copy, opening it on first use. A copy that
 // does not open or decode (a crash tore it) is cache: it is removed and the
 // source will send the journal again.
-func (a *agent) incoming() (*incomingLog, error) {
-	if a.inc != nil {
-		return a.inc, nil
+func (a *tenant) incoming() (*incomingLog, error) {
+	if a.tgt.inc != nil {
+		return a.tgt.inc, nil
 	}
 	start := a.n.clock.Now()
 	l, err := a.openIncoming()
@@ -45,11 +45,11 @@ func (a *agent) incoming() (*incomingLog, error) {
 		}
 	}
 	a.n.log.Debug("journal copy opened", "agent", a.id, "events", len(l.events), "ms", a.n.clock.Now().Sub(start).Milliseconds())
-	a.inc = l
+	a.tgt.inc = l
 	return l, nil
 }
 
-func (a *agent) openIncoming() (*incomingLog, error) {
+func (a *tenant) openIncoming() (*incomingLog, error) {
 	if err := vfs.MkdirAllDurable(a.n.fsys, a.dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -71,17 +71,17 @@ func (a *agent) openIncoming() (*incomingLog, error) {
 
 // dropIncoming closes and forgets the journal copy; the next use reopens
 // the file.
-func (a *agent) dropIncoming() {
-	if a.inc != nil {
-		_ = a.inc.log.Close()
-		a.inc = nil
+func (a *tenant) dropIncoming() {
+	if a.tgt.inc != nil {
+		_ = a.tgt.inc.log.Close()
+		a.tgt.inc = nil
 	}
-	a.incAtt = attachIndex{} // the next copy is indexed afresh
+	a.tgt.att = attachIndex{} // the next copy is indexed afresh
 }
 
 // incomingPos is the position of the journal copy this node holds for an
 // incoming move.
-func (a *agent) incomingPos() transfer.JournalPos {
+func (a *tenant) incomingPos() transfer.JournalPos {
 	l, err := a.incoming()
 	if err != nil {
 		return transfer.JournalPos{}
@@ -91,8 +91,8 @@ func (a *agent) incomingPos() transfer.JournalPos {
 
 // incomingCount is the number of events of the journal copy, without
 // creating one.
-func (a *agent) incomingCount() uint64 {
-	if a.inc == nil && !exists(a.n.fsys, a.path(incomingFile)) {
+func (a *tenant) incomingCount() uint64 {
+	if a.tgt.inc == nil && !exists(a.n.fsys, a.path(incomingFile)) {
 		return 0
 	}
 	return a.incomingPos().Count
@@ -102,7 +102,7 @@ func (a *agent) incomingCount() uint64 {
 // followed by the lines of r, durably, refusing lines that do not parse or
 // do not continue every chain (the earlier events were checked when they
 // arrived). It returns the number of events added.
-func (a *agent) appendIncoming(count uint64, r io.Reader) (int, error) {
+func (a *tenant) appendIncoming(count uint64, r io.Reader) (int, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	data, err := io.ReadAll(r)
@@ -143,7 +143,7 @@ func (a *agent) appendIncoming(count uint64, r io.Reader) (int, error) {
 		return 0, fmt.Errorf("%w: journal frame: %d of its %d events were already in the copy", api.ErrInvalid, len(tail)-n, len(tail))
 	}
 	l.events = append(l.events, tail...)
-	if a.target.Pending() != nil {
+	if a.holder.Pending() != nil {
 		a.renderAhead() // this tail may complete the journal of the pending move
 	}
 	return n, nil
@@ -152,7 +152,7 @@ func (a *agent) appendIncoming(count uint64, r io.Reader) (int, error) {
 // truncateIncoming keeps the first count events of the journal copy (the
 // source resends from an earlier position): the rare slow path, which
 // rewrites the file.
-func (a *agent) truncateIncoming(count uint64) (*incomingLog, error) {
+func (a *tenant) truncateIncoming(count uint64) (*incomingLog, error) {
 	l, err := a.incoming()
 	if err != nil {
 		return nil, err
@@ -173,8 +173,8 @@ func (a *agent) truncateIncoming(count uint64) (*incomingLog, error) {
 // journal lines are not needed). Staging of a pending move that is not
 // prepared (a prepare interrupted by a restart, about to run again) is
 // discarded first, bringing the journal copy back.
-func (a *agent) journalStaged() bool {
-	p := a.target.Pending()
+func (a *tenant) journalStaged() bool {
+	p := a.holder.Pending()
 	if p == nil || !exists(a.n.fsys, a.staging(p.Move)) {
 		return false
 	}

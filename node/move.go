@@ -109,7 +109,7 @@ func (mr *moveRun) result(agentID string, from ID) api.MoveResult {
 // startMove begins moving agent id to the peer to and returns at once; the
 // move goes on in the background (Move waits for it).
 func (n *Node) startMove(id string, to ID) (*moveRun, error) {
-	a, err := n.getAgent(id)
+	a, err := n.getTenant(id)
 	if err != nil {
 		return nil, err
 	}
@@ -125,12 +125,12 @@ func (n *Node) startMove(id string, to ID) (*moveRun, error) {
 	if a.blocked != nil {
 		return nil, fmt.Errorf("%w: %v", api.ErrConflict, a.blocked)
 	}
-	if err := transfer.CheckStart(a.target, a.source); err != nil {
+	if err := transfer.CheckStart(a.holder, a.src.machine); err != nil {
 		return nil, fmt.Errorf("%w: %v", api.ErrConflict, err)
 	}
 	last := uint64(0)
-	if a.source != nil {
-		last = a.source.State().Epoch
+	if a.src.machine != nil {
+		last = a.src.machine.State().Epoch
 	}
 	moveID, err := ulid.New(ulid.Timestamp(n.clock.Now()), rand.Reader)
 	if err != nil {
@@ -138,7 +138,7 @@ func (n *Node) startMove(id string, to ID) (*moveRun, error) {
 	}
 	cfg := n.sourceConfig()
 	cfg.Agent, cfg.Move, cfg.Self, cfg.Peer = id, moveID.String(), string(n.id), string(peer.ID)
-	cfg.Holder, cfg.Epoch = a.target.Holder(), transfer.NextEpoch(a.target.MaxEpoch(), last)
+	cfg.Holder, cfg.Epoch = a.holder.Holder(), transfer.NextEpoch(a.holder.MaxEpoch(), last)
 	src, err := transfer.NewSource(cfg)
 	if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ func (n *Node) startMove(id string, to ID) (*moveRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.source, a.move = src, mr
+	a.src.machine, a.src.move = src, mr
 	n.m.started.Inc()
 	n.log.Info("move started", "agent", id, "move", mr.id, "to", string(to), "epoch", cfg.Epoch)
 	n.drive(a, mr, transfer.Input{Kind: transfer.InStart, Inventory: &inv})
@@ -156,7 +156,7 @@ func (n *Node) startMove(id string, to ID) (*moveRun, error) {
 }
 
 // drive runs the driver loop of a in the background, starting with first.
-func (n *Node) drive(a *agent, mr *moveRun, first transfer.Input) {
+func (n *Node) drive(a *tenant, mr *moveRun, first transfer.Input) {
 	mr.mu.Lock()
 	mr.driving = true
 	mr.mu.Unlock()
@@ -171,11 +171,11 @@ func (n *Node) drive(a *agent, mr *moveRun, first transfer.Input) {
 // its records, then send its messages and perform its actions, whose
 // results are the next inputs. When nothing is left it waits a retry
 // interval and ticks, until the source is done.
-func (n *Node) driveLoop(a *agent, mr *moveRun, queue ...transfer.Input) {
+func (n *Node) driveLoop(a *tenant, mr *moveRun, queue ...transfer.Input) {
 	for {
 		if len(queue) == 0 {
 			a.mu.Lock()
-			done := a.source.Done()
+			done := a.src.machine.Done()
 			a.mu.Unlock()
 			if done || ctxDone(n.ctx) {
 				break
@@ -204,30 +204,30 @@ func (n *Node) driveLoop(a *agent, mr *moveRun, queue ...transfer.Input) {
 
 // stepSource feeds in to the agent's Source and persists the records of
 // the Ready, reporting a failed persist back to the Source.
-func (a *agent) stepSource(in transfer.Input) transfer.Ready {
+func (a *tenant) stepSource(in transfer.Input) transfer.Ready {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.persistReady(a.source.Step(in))
+	return a.persistReady(a.src.machine.Step(in))
 }
 
 // persistReady makes rd's records durable before anything in rd may be
 // sent or done; when that fails it tells the Source and returns the Ready
 // it answers with instead. The caller holds a.mu.
-func (a *agent) persistReady(rd transfer.Ready) transfer.Ready {
+func (a *tenant) persistReady(rd transfer.Ready) transfer.Ready {
 	for len(rd.Records) > 0 {
 		err := a.persist(rd.Records)
 		if err == nil {
 			break
 		}
 		a.n.log.Error("persist failed", "agent", a.id, "record", string(rd.Records[0].Kind), "err", err)
-		rd = a.source.Step(transfer.Input{Kind: transfer.InPersistFailed})
+		rd = a.src.machine.Step(transfer.Input{Kind: transfer.InPersistFailed})
 	}
 	return rd
 }
 
 // execute sends the Ready's messages and performs its actions; it returns
 // the inputs they produced.
-func (n *Node) execute(a *agent, mr *moveRun, rd transfer.Ready) []transfer.Input {
+func (n *Node) execute(a *tenant, mr *moveRun, rd transfer.Ready) []transfer.Input {
 	var next []transfer.Input
 	for _, m := range rd.Messages {
 		next = append(next, n.send(a, mr, m)...)
@@ -243,7 +243,7 @@ func (n *Node) execute(a *agent, mr *moveRun, rd transfer.Ready) []transfer.Inpu
 	return next
 }
 
-func (n *Node) act(a *agent, mr *moveRun, act transfer.Action) (transfer.Input, bool) {
+func (n *Node) act(a *tenant, mr *moveRun, act transfer.Action) (transfer.Input, bool) {
 	switch act.Kind {
 	case transfer.ActInventory:
 		a.mu.Lock()
@@ -276,7 +276,7 @@ func (n *Node) act(a *agent, mr *moveRun, act transfer.Action) (transfer.Input, 
 
 // send delivers one request to the peer and returns the replies as inputs,
 // or InSendFailed when the request or its reply was lost.
-func (n *Node) send(a *agent, mr *moveRun, m transfer.Message) []transfer.Input {
+func (n *Node) send(a *tenant, mr *moveRun, m transfer.Message) []transfer.Input {
 	mr.setPhase(phaseOf(m.Type))
 	if m.Type == transfer.MsgPrepare || m.Type == transfer.MsgActivate {
 		a.mu.Lock()
@@ -398,7 +398,7 @@ func (n *Node) call(to ID, m transfer.Message) ([]api.Message, error) {
 // list off the wire: inventory by manifest), then for MsgPrepare the
 // blobs it lists in Send and the journal tail after JournalFrom: one
 // round trip for the whole delta.
-func (n *Node) pushMessage(a *agent, mr *moveRun, m transfer.Message) ([]api.Message, error) {
+func (n *Node) pushMessage(a *tenant, mr *moveRun, m transfer.Message) ([]api.Message, error) {
 	wire, heads := mr.byManifest(m)
 	blobs := heads
 	var from, to transfer.JournalPos
@@ -453,7 +453,7 @@ func (mr *moveRun) takeReplies() []api.Message {
 // hold an older version of travels as a delta frame; when the stream used
 // a base the target was only guessed to hold, a failed push is sent once
 // more without it.
-func (n *Node) push(a *agent, mr *moveRun, blobs []transfer.Blob, from, to transfer.JournalPos, m *wireMessage) error {
+func (n *Node) push(a *tenant, mr *moveRun, blobs []transfer.Blob, from, to transfer.JournalPos, m *wireMessage) error {
 	tail, start, err := a.journalTail(mr, from, to)
 	if err != nil {
 		return err
@@ -477,7 +477,7 @@ func (n *Node) push(a *agent, mr *moveRun, blobs []transfer.Blob, from, to trans
 	return err
 }
 
-func (n *Node) pushOnce(a *agent, mr *moveRun, blobs []transfer.Blob, tail []byte, start uint64, m *wireMessage, plan deltaPlan) error {
+func (n *Node) pushOnce(a *tenant, mr *moveRun, blobs []transfer.Blob, tail []byte, start uint64, m *wireMessage, plan deltaPlan) error {
 	c, err := n.client(mr.to)
 	if err != nil {
 		return err
@@ -606,7 +606,7 @@ func mustJSON(v any) json.RawMessage {
 
 // freezeForMove stops the runner at a step boundary (ActFreeze), journals
 // the freeze, commits the capsule and reports the frozen inventory.
-func (a *agent) freezeForMove(mr *moveRun) transfer.Input {
+func (a *tenant) freezeForMove(mr *moveRun) transfer.Input {
 	mr.setPhase(api.PhaseFreeze)
 	if h := a.n.hooks.beforeFreeze; h != nil {
 		h(a.id)
@@ -629,7 +629,7 @@ func (a *agent) freezeForMove(mr *moveRun) transfer.Input {
 // freezeLocked stops the agent at a step boundary and journals the freeze
 // (durably). The frozen window starts when the runner has stopped: until
 // its current step ends the agent is still working.
-func (a *agent) freezeLocked(reason string, mr *moveRun) error {
+func (a *tenant) freezeLocked(reason string, mr *moveRun) error {
 	stop := func() {
 		mr.mu.Lock()
 		mr.frozenAt = a.n.clock.Now()
@@ -641,23 +641,23 @@ func (a *agent) freezeLocked(reason string, mr *moveRun) error {
 		a.run = nil
 	}
 	stop()
-	if err := a.openLog(a.target.Holder()); err != nil {
+	if err := a.openLog(a.holder.Holder()); err != nil {
 		return err
 	}
-	_, err := a.log.Append(journal.KindFrozen, a.target.Holder(), a.n.wallTime(), journal.Frozen{Reason: reason})
-	a.n.log.Info("agent frozen", "agent", a.id, "epoch", a.target.Holder(), "reason", reason)
+	_, err := a.log.Append(journal.KindFrozen, a.holder.Holder(), a.n.wallTime(), journal.Frozen{Reason: reason})
+	a.n.log.Info("agent frozen", "agent", a.id, "epoch", a.holder.Holder(), "reason", reason)
 	return err
 }
 
 // liveInventory commits the running agent's current state between two
 // steps and returns its inventory, for pre-copy.
-func (a *agent) liveInventory(mr *moveRun) (transfer.Inventory, error) {
+func (a *tenant) liveInventory(mr *moveRun) (transfer.Inventory, error) {
 	a.stepMu.Lock()
 	defer a.stepMu.Unlock()
 	mr.mu.Lock()
 	mr.rounds++
 	mr.mu.Unlock()
-	if err := a.openLog(a.target.Holder()); err != nil {
+	if err := a.openLog(a.holder.Holder()); err != nil {
 		return transfer.Inventory{}, err
 	}
 	if err := a.commitLocked(); err != nil {
@@ -672,10 +672,10 @@ func (a *agent) liveInventory(mr *moveRun) (transfer.Inventory, error) {
 
 // resume runs the agent again after a rollback (at its old epoch) or a
 // force (at a new epoch, adopted first).
-func (a *agent) resume(epoch uint64, mr *moveRun) {
+func (a *tenant) resume(epoch uint64, mr *moveRun) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if epoch != a.target.Holder() {
+	if epoch != a.holder.Holder() {
 		if _, err := a.stepTarget(transfer.Input{Kind: transfer.InAdopt, Epoch: epoch}); err != nil {
 			a.n.log.Error("adopt forced epoch failed", "agent", a.id, "epoch", epoch, "err", err)
 			return
@@ -695,7 +695,7 @@ func (a *agent) resume(epoch uint64, mr *moveRun) {
 // (blobs into the CAS store, the journal into incoming.jsonl) so that a
 // later move back sends only what changed. The frozen workspace stays as
 // the shadow of such a move (keepShadow), when mr knows what it holds.
-func (a *agent) retire(act transfer.Action, mr *moveRun) {
+func (a *tenant) retire(act transfer.Action, mr *moveRun) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if _, err := a.stepTarget(transfer.Input{Kind: transfer.InRelease, Move: act.Move, Epoch: act.Epoch}); err != nil {
@@ -719,9 +719,9 @@ func (a *agent) retire(act transfer.Action, mr *moveRun) {
 
 // reportOutcome records the source's verdict and wakes Move callers when it
 // is final.
-func (n *Node) reportOutcome(a *agent, mr *moveRun, o transfer.Outcome) {
+func (n *Node) reportOutcome(a *tenant, mr *moveRun, o transfer.Outcome) {
 	a.mu.Lock() // lock order: agent, then move
-	note := a.source.State().Note
+	note := a.src.machine.State().Note
 	a.mu.Unlock()
 	mr.mu.Lock()
 	mr.outcome = o

@@ -168,7 +168,7 @@ type Node struct {
 	m       *metrics
 
 	mu      sync.Mutex
-	agents  map[string]*agent
+	tenants map[string]*tenant
 	clients map[ID]*api.PeerClient
 
 	addr        string
@@ -215,7 +215,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	cfg.defaults()
 	n := &Node{cfg: cfg, fsys: cfg.FS, clock: cfg.Clock, log: cfg.Logger, m: newMetrics(),
-		agents: map[string]*agent{}, clients: map[ID]*api.PeerClient{}}
+		tenants: map[string]*tenant{}, clients: map[ID]*api.PeerClient{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := vfs.MkdirAllDurable(n.fsys, cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("node: data folder: %w", err)
@@ -308,7 +308,7 @@ func (n *Node) loadAgents() error {
 		case api.CheckID(api.AgentID, e.Name()) != nil: // never an agent: kept, not loaded
 			n.log.Warn("not an agent folder: its name is not an agent ID; left as it is", "folder", filepath.Join(dir, e.Name()))
 		default:
-			n.agents[e.Name()] = n.loadAgent(e.Name())
+			n.tenants[e.Name()] = n.loadTenant(e.Name())
 		}
 	}
 	return nil
@@ -432,7 +432,7 @@ func (n *Node) Close(ctx context.Context) error {
 	n.ready.Store(false)
 	n.mu.Lock()
 	servers := n.servers
-	agents := n.sortedAgents()
+	agents := n.sortedTenants()
 	n.mu.Unlock()
 	for _, s := range servers {
 		_ = s.Shutdown(ctx)
@@ -443,7 +443,7 @@ func (n *Node) Close(ctx context.Context) error {
 		if err := a.stopLocked("node shutdown"); err != nil {
 			errs = append(errs, err)
 		}
-		if a.target.Holder() > 0 && a.blocked == nil { // held here: the next start hashes only what changed
+		if a.holder.Holder() > 0 && a.blocked == nil { // held here: the next start hashes only what changed
 			if err := a.cache.SaveFile(a.n.fsys, a.path(statCacheFile), a.work()); err != nil {
 				n.log.Warn("stat cache not saved", "agent", a.id, "err", err)
 			}
@@ -452,7 +452,7 @@ func (n *Node) Close(ctx context.Context) error {
 			_ = a.log.Close()
 		}
 		a.dropIncoming()
-		a.in.closeLog()
+		a.tgt.in.closeLog()
 		a.mu.Unlock()
 	}
 	n.cancel()
@@ -465,9 +465,9 @@ func (n *Node) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (n *Node) sortedAgents() []*agent {
-	out := make([]*agent, 0, len(n.agents))
-	for _, a := range n.agents {
+func (n *Node) sortedTenants() []*tenant {
+	out := make([]*tenant, 0, len(n.tenants))
+	for _, a := range n.tenants {
 		if !a.peer.provisional {
 			out = append(out, a)
 		}
@@ -476,27 +476,27 @@ func (n *Node) sortedAgents() []*agent {
 	return out
 }
 
-// getAgent returns the agent with the given ID, or an error wrapping api.ErrNotFound.
-func (n *Node) getAgent(id string) (*agent, error) {
+// getTenant returns the agent with the given ID, or an error wrapping api.ErrNotFound.
+func (n *Node) getTenant(id string) (*tenant, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	a, ok := n.agents[id]
+	a, ok := n.tenants[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: agent %s", api.ErrNotFound, id)
 	}
 	return a, nil
 }
 
-// targetAgent returns the agent for an incoming request, creating an entry
+// targetTenant returns the agent for an incoming request, creating an entry
 // for an agent this node has never seen (it persists nothing until the
 // Target asks it to).
-func (n *Node) targetAgent(id string) *agent {
+func (n *Node) targetTenant(id string) *tenant {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	a, ok := n.agents[id]
+	a, ok := n.tenants[id]
 	if !ok {
-		a = n.newTargetAgent(id)
-		n.agents[id] = a
+		a = n.newTargetTenant(id)
+		n.tenants[id] = a
 	}
 	return a
 }

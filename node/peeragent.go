@@ -1,8 +1,6 @@
 package node
 
 import (
-	"path/filepath"
-
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/transfer"
 )
@@ -18,7 +16,7 @@ type peerUse struct {
 	provisional bool
 }
 
-// peerAgent returns the agent a peer request names and the function the
+// peerTenant returns the agent a peer request names and the function the
 // caller calls when the request is done, saying whether it was refused.
 // An agent the node did not know (no entry, no folder) is entered only
 // provisionally: it is not listed, and once every request about it has
@@ -26,21 +24,21 @@ type peerUse struct {
 // are removed, so that a refused push or offer leaves no phantom agent
 // and no folder behind (docs/PROTOCOL.md §7.3). Nothing is removed once a
 // record was written for it: a record fences later offers.
-func (n *Node) peerAgent(id string) (*agent, func(refused bool)) {
+func (n *Node) peerTenant(id string) (*tenant, func(refused bool)) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	a, ok := n.agents[id]
+	a, ok := n.tenants[id]
 	if !ok {
-		a = n.newTargetAgent(id)
+		a = n.newTargetTenant(id)
 		a.peer.provisional = !exists(n.fsys, a.dir)
-		n.agents[id] = a
+		n.tenants[id] = a
 	}
 	a.peer.refs++
 	return a, func(refused bool) { n.releasePeer(a, refused) }
 }
 
-// releasePeer ends one peer request of a (see peerAgent).
-func (n *Node) releasePeer(a *agent, refused bool) {
+// releasePeer ends one peer request of a (see peerTenant).
+func (n *Node) releasePeer(a *tenant, refused bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	u := &a.peer
@@ -55,15 +53,17 @@ func (n *Node) releasePeer(a *agent, refused bool) {
 	if exists(n.fsys, a.path(HolderFile)) || exists(n.fsys, a.path(SourceFile)) {
 		return
 	}
-	delete(n.agents, a.id)
+	delete(n.tenants, a.id)
 	if err := n.fsys.RemoveAll(a.dir); err != nil {
 		n.log.Warn("refused request's leftovers not removed", "agent", a.id, "folder", a.dir, "err", err)
 	}
 }
 
-// newTargetAgent is the entry for an agent this node knows nothing of yet.
-func (n *Node) newTargetAgent(id string) *agent {
-	return &agent{n: n, id: id, dir: filepath.Join(n.cfg.Dir, "agents", id), target: transfer.NewTarget(id, string(n.id))}
+// newTargetTenant is the entry for an agent this node knows nothing of yet.
+func (n *Node) newTargetTenant(id string) *tenant {
+	a := n.newTenant(id)
+	a.holder = transfer.NewTarget(id, string(n.id))
+	return a
 }
 
 // refusedReply reports whether a peer request's replies refuse it.

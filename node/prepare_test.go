@@ -117,7 +117,7 @@ func TestMoveWorkspaceIsACheckout(t *testing.T) {
 			if _, err := b.StopAgent(t.Context(), id); err != nil {
 				t.Fatal(err)
 			}
-			ag, _ := b.getAgent(id)
+			ag, _ := b.getTenant(id)
 			if diff := cmp.Diff(want, storetest.ListTree(t, b.fsys, ag.work())); diff != "" {
 				t.Errorf("target workspace differs from the frozen source's (-source +target):\n%s", diff)
 			}
@@ -160,12 +160,12 @@ func TestStagingDurableBeforePrepared(t *testing.T) {
 	}
 	b.Close(context.Background())
 	b2 := newNode(t, b.cfg.Dir, nodeOpts{fsys: durable})
-	ag, err := b2.getAgent(id)
+	ag, err := b2.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ag.mu.Lock()
-	p := ag.target.Pending()
+	p := ag.holder.Pending()
 	ag.mu.Unlock()
 	if p == nil || p.Phase != transfer.PhasePrepared {
 		t.Fatalf("restarted target's pending move = %+v, want prepared", p)
@@ -285,18 +285,18 @@ func TestShadowBlobLostFromStore(t *testing.T) {
 		if removed != "" {
 			return
 		}
-		bag, err := b.getAgent(agent)
+		bag, err := b.getTenant(agent)
 		if err != nil {
 			t.Error(err)
 			return
 		}
 		bag.mu.Lock()
 		defer bag.mu.Unlock()
-		if bag.shadow == nil {
+		if bag.tgt.shadow == nil {
 			t.Error("no shadow on the target after pre-copy")
 			return
 		}
-		for _, e := range bag.shadow.snap.Entries {
+		for _, e := range bag.tgt.shadow.snap.Entries {
 			if e.Type == capsule.TypeFile {
 				removed = e.Blob.Short()
 				if err := b.fsys.Remove(bag.cas().Path(e.Blob)); err != nil {
@@ -324,7 +324,7 @@ func TestShadowBlobLostFromStore(t *testing.T) {
 	case res.Outcome != api.OutcomeCommitted:
 		t.Fatalf("move with %s lost from the target's store: %+v", removed, res)
 	}
-	ag, _ := b.getAgent(id)
+	ag, _ := b.getTenant(id)
 	if r := verifySettled(t, b.fsys, ag.capsule()); len(r.Problems) > 0 || len(unreferenced(r)) > 0 {
 		t.Errorf("target capsule: problems %v, unreferenced blobs %v", r.Problems, unreferenced(r))
 	}
@@ -335,16 +335,16 @@ func TestShadowBlobLostFromStore(t *testing.T) {
 // test if it does not within 10s.
 func waitSourceDone(t *testing.T, n *Node, id string) {
 	t.Helper()
-	ag, err := n.getAgent(id)
+	ag, err := n.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	phase := ""
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		ag.mu.Lock()
-		done := ag.source == nil || ag.source.Done()
-		if ag.source != nil {
-			phase = ag.source.Phase()
+		done := ag.src.machine == nil || ag.src.machine.Done()
+		if ag.src.machine != nil {
+			phase = ag.src.machine.Phase()
 		}
 		ag.mu.Unlock()
 		if done {

@@ -16,7 +16,7 @@ import (
 // record records the agent's workspace with the stat cache (falling back to
 // capsule.BuildSnapshot for what the fast path does not handle) and returns
 // the snapshot with, for each blob, a file that holds its bytes.
-func (a *agent) record() (*store.WorkRecord, error) {
+func (a *tenant) record() (*store.WorkRecord, error) {
 	rec, err := store.RecordWork(a.n.fsys, a.work(), &a.cache, a.n.clock.Now)
 	if !errors.Is(err, store.ErrSlowPath) {
 		return rec, err
@@ -38,7 +38,7 @@ func (a *agent) record() (*store.WorkRecord, error) {
 
 // storeRecord copies into the capsule's blob store every blob of rec it
 // lacks (durably: each blob is fsynced and renamed into place).
-func (a *agent) storeRecord(store *capsule.BlobStore, rec *store.WorkRecord) error {
+func (a *tenant) storeRecord(store *capsule.BlobStore, rec *store.WorkRecord) error {
 	var todo []digest.Digest
 	for d := range rec.Snap.Blobs() {
 		if !a.cache.IsStored(d) {
@@ -58,7 +58,7 @@ func (a *agent) storeRecord(store *capsule.BlobStore, rec *store.WorkRecord) err
 	return errors.Join(errs...)
 }
 
-func (a *agent) storeBlob(store *capsule.BlobStore, d digest.Digest, path string) error {
+func (a *tenant) storeBlob(store *capsule.BlobStore, d digest.Digest, path string) error {
 	f, err := a.n.fsys.Open(path)
 	if err != nil {
 		return err
@@ -83,7 +83,7 @@ func (a *agent) storeBlob(store *capsule.BlobStore, d digest.Digest, path string
 // the workspace files (frozen: the runner is stopped). Nothing here needs
 // to be durable: a source that crashes now rolls back and resumes from its
 // workspace and journal, which are.
-func (a *agent) frozenInventory(mr *moveRun) (transfer.Inventory, error) {
+func (a *tenant) frozenInventory(mr *moveRun) (transfer.Inventory, error) {
 	capDir := a.capsule()
 	m, err := readManifestFile(a.n.fsys, capDir)
 	if err != nil {
@@ -100,7 +100,7 @@ func (a *agent) frozenInventory(mr *moveRun) (transfer.Inventory, error) {
 		return transfer.Inventory{}, err
 	}
 	m.SetFile(manifest.File{Path: manifest.SnapshotPath, Size: int64(len(sb)), Digest: digest.FromBytes(sb)})
-	m.Holder = manifest.Holder{Node: string(a.n.id), Epoch: a.target.Holder()}
+	m.Holder = manifest.Holder{Node: string(a.n.id), Epoch: a.holder.Holder()}
 	sum := a.log.Summary() // the runner is stopped: the journal is still
 	m.Journal = manifestJournal(sum)
 	m.Writer = a.n.writer()

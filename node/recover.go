@@ -12,14 +12,14 @@ import (
 // this node may run and the operator wants running start again.
 func (n *Node) recover() {
 	n.mu.Lock()
-	agents := n.sortedAgents()
+	agents := n.sortedTenants()
 	n.mu.Unlock()
 	for _, a := range agents {
-		n.recoverAgent(a)
+		n.recoverTenant(a)
 	}
 }
 
-func (n *Node) recoverAgent(a *agent) {
+func (n *Node) recoverTenant(a *tenant) {
 	a.mu.Lock()
 	if a.blocked != nil {
 		a.mu.Unlock()
@@ -37,11 +37,11 @@ func (n *Node) recoverAgent(a *agent) {
 	a.checkHeldJournal()
 	var mr *moveRun
 	if moving && !rd.Empty() {
-		st := a.source.State()
+		st := a.src.machine.State()
 		mr = newMoveRun(st.Move, ID(st.Peer), st.Epoch)
-		a.move = mr
+		a.src.move = mr
 	}
-	if a.run == nil && (mr == nil || !a.source.Frozen()) && a.meta.Run {
+	if a.run == nil && (mr == nil || !a.src.machine.Frozen()) && a.meta.Run {
 		if _, ok := a.mayRun(); ok && exists(n.fsys, a.capsule()) {
 			if err := a.startLocked(journal.KindResumed, journal.Resumed{Reason: "node start"}); err != nil {
 				n.log.Error("start failed", "agent", a.id, "err", err)
@@ -50,7 +50,7 @@ func (n *Node) recoverAgent(a *agent) {
 	}
 	a.mu.Unlock()
 	if mr != nil {
-		n.log.Info("recovering move", "agent", a.id, "move", mr.id, "phase", a.source.Phase())
+		n.log.Info("recovering move", "agent", a.id, "move", mr.id, "phase", a.src.machine.Phase())
 		n.driveReady(a, mr, rd)
 	}
 }
@@ -59,18 +59,18 @@ func (n *Node) recoverAgent(a *agent) {
 // or not, so that a journal the node refuses blocks the agent now, with
 // the reason in its status, rather than at the next start (and so that no
 // other writer appends to a journal this node holds). Caller holds a.mu.
-func (a *agent) checkHeldJournal() {
+func (a *tenant) checkHeldJournal() {
 	if a.blocked != nil || a.log != nil || !a.hosted() || !exists(a.n.fsys, a.capsule()) {
 		return
 	}
-	if err := a.openLog(a.target.Holder()); err != nil {
+	if err := a.openLog(a.holder.Holder()); err != nil {
 		_ = a.refuse(err)
 	}
 }
 
 // driveReady executes a Ready the transfer package returned outside a Step
 // (RecoverSource), then keeps driving the move.
-func (n *Node) driveReady(a *agent, mr *moveRun, rd transfer.Ready) {
+func (n *Node) driveReady(a *tenant, mr *moveRun, rd transfer.Ready) {
 	mr.mu.Lock()
 	mr.driving = true
 	mr.mu.Unlock()
@@ -92,17 +92,17 @@ func (n *Node) driveReady(a *agent, mr *moveRun, rd transfer.Ready) {
 // pending. If the latest committed move's promotion was cut short by a
 // crash (the HOLDER record is durable, the staging not yet moved in), it
 // finishes it.
-func (a *agent) cleanStaging() {
+func (a *tenant) cleanStaging() {
 	ents, err := a.n.fsys.ReadDir(a.path(stagingDir))
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
 		move := e.Name()
-		if p := a.target.Pending(); p != nil && p.Move == move {
+		if p := a.holder.Pending(); p != nil && p.Move == move {
 			continue
 		}
-		if epoch, ok := a.committedMove(move); ok && epoch == a.target.Holder() {
+		if epoch, ok := a.committedMove(move); ok && epoch == a.holder.Holder() {
 			if err := a.promote(transfer.Action{Kind: transfer.ActStart, Agent: a.id, Move: move, Epoch: epoch}); err != nil {
 				a.n.log.Error("finishing promotion failed", "agent", a.id, "move", move, "err", err)
 			}
@@ -114,8 +114,8 @@ func (a *agent) cleanStaging() {
 	}
 }
 
-func (a *agent) committedMove(move string) (uint64, bool) {
-	for _, h := range a.target.State().History {
+func (a *tenant) committedMove(move string) (uint64, bool) {
+	for _, h := range a.holder.State().History {
 		if h.Move == move && h.Result == transfer.ResolvedCommitted {
 			return h.Epoch, true
 		}

@@ -16,7 +16,7 @@ import (
 // highest epoch this node has seen, which fences later offers
 // (docs/PROTOCOL.md §6 R1, R2, §7.3).
 func (n *Node) RemoveAgent(ctx context.Context, id string) error {
-	a, err := n.getAgent(id)
+	a, err := n.getTenant(id)
 	if err != nil {
 		return err
 	}
@@ -31,13 +31,13 @@ func (n *Node) RemoveAgent(ctx context.Context, id string) error {
 	if err := a.removeCopy(); err != nil {
 		return fmt.Errorf("remove agent %s: %w", id, err)
 	}
-	n.log.Info("agent removed", "agent", id, "max_epoch", a.target.MaxEpoch())
+	n.log.Info("agent removed", "agent", id, "max_epoch", a.holder.MaxEpoch())
 	return nil
 }
 
 // whyNotRemovable says why the copy may not be removed, or "". Caller
 // holds a.mu.
-func (a *agent) whyNotRemovable() string {
+func (a *tenant) whyNotRemovable() string {
 	switch {
 	case a.run != nil:
 		return "it is running here; stop it and move it away first"
@@ -45,9 +45,9 @@ func (a *agent) whyNotRemovable() string {
 		return "it is blocked (" + a.blocked.Error() + "); nothing of a blocked agent is removed"
 	case a.hosted():
 		return "this node holds it; move it away first"
-	case a.source != nil && !a.source.Done():
-		return "move " + a.source.State().Move + " is " + a.source.Phase()
-	case a.target.Pending() != nil || a.in != nil:
+	case a.src.machine != nil && !a.src.machine.Done():
+		return "move " + a.src.machine.State().Move + " is " + a.src.machine.Phase()
+	case a.holder.Pending() != nil || a.tgt.in != nil:
 		return "an incoming move is pending"
 	}
 	return ""
@@ -56,13 +56,13 @@ func (a *agent) whyNotRemovable() string {
 // removeCopy removes every file of the agent's folder but its records and
 // agent.json, which records the removal, and forgets what the caches held
 // in memory. Caller holds a.mu.
-func (a *agent) removeCopy() error {
+func (a *tenant) removeCopy() error {
 	keep := map[string]bool{HolderFile: true, SourceFile: true, agentMetaFile: true,
 		legacyPath(HolderFile): true, legacyPath(SourceFile): true}
 	a.dropIncoming()
 	a.dropShadow()
 	a.cache.Forget()
-	a.attach, a.snaps, a.ahead = attachIndex{}, snapMemo{}, nil
+	a.attach, a.tgt.snaps, a.tgt.ahead = attachIndex{}, snapMemo{}, nil
 	if a.log != nil {
 		_ = a.log.Close()
 		a.log = nil
@@ -81,6 +81,6 @@ func (a *agent) removeCopy() error {
 	if err := a.n.fsys.SyncDir(a.dir); err != nil {
 		return err
 	}
-	a.meta.Removed, a.meta.RemovedAt = true, a.target.MaxEpoch()
+	a.meta.Removed, a.meta.RemovedAt = true, a.holder.MaxEpoch()
 	return a.saveMeta()
 }

@@ -132,7 +132,7 @@ func warmRender(events []journal.Event, fn renderFunc) {
 
 // renderReport returns what the prepare of the move named by the message
 // rendered, if it is this agent's current incoming move.
-func (a *agent) renderReport(am api.Message) *api.RenderReport {
+func (a *tenant) renderReport(am api.Message) *api.RenderReport {
 	var m struct {
 		Move string `json:"move"`
 	}
@@ -141,10 +141,10 @@ func (a *agent) renderReport(am api.Message) *api.RenderReport {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.in == nil || a.in.move != m.Move {
+	if a.tgt.in == nil || a.tgt.in.move != m.Move {
 		return nil
 	}
-	return a.in.render
+	return a.tgt.in.render
 }
 
 // The render a prepare must do is the longest piece of work inside the
@@ -180,13 +180,13 @@ type aheadRender struct {
 
 // renderAhead starts rendering the journal copy in the background unless
 // a render of exactly that journal is already under way. Caller holds a.mu.
-func (a *agent) renderAhead() {
-	l := a.inc
+func (a *tenant) renderAhead() {
+	l := a.tgt.inc
 	if l == nil || len(l.events) == 0 {
 		return
 	}
 	key := keyOfLog(l.log)
-	if key.events != int64(len(l.events)) || (a.ahead != nil && a.ahead.key == key) {
+	if key.events != int64(len(l.events)) || (a.tgt.ahead != nil && a.tgt.ahead.key == key) {
 		return
 	}
 	r := &aheadRender{key: key, done: make(chan struct{})}
@@ -196,14 +196,14 @@ func (a *agent) renderAhead() {
 		defer close(r.done)
 		r.rep, r.err = renderJournal(events, fn, now)
 	}()
-	a.ahead = r
+	a.tgt.ahead = r
 }
 
 // takeAhead returns the render ahead of the journal key, if one was
 // started, and forgets it. Caller holds a.mu.
-func (a *agent) takeAhead(key journalKey) *aheadRender {
-	r := a.ahead
-	a.ahead = nil
+func (a *tenant) takeAhead(key journalKey) *aheadRender {
+	r := a.tgt.ahead
+	a.tgt.ahead = nil
 	if r == nil || r.key != key {
 		return nil
 	}

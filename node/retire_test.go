@@ -53,7 +53,7 @@ func TestRetiredWorkspaceIsShadowOfMoveBack(t *testing.T) {
 		}
 	}
 	id := createAgent(t, a, ws)
-	ag, err := a.getAgent(id)
+	ag, err := a.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestRetiredWorkspaceIsShadowOfMoveBack(t *testing.T) {
 
 // cachedNow reports whether the stat cache of ag vouches for the workspace
 // file rel as it is now, without hashing anything.
-func cachedNow(t *testing.T, ag *agent, rel string) bool {
+func cachedNow(t *testing.T, ag *tenant, rel string) bool {
 	t.Helper()
 	fi, err := os.Stat(filepath.Join(ag.work(), filepath.FromSlash(rel)))
 	if err != nil {
@@ -120,7 +120,7 @@ func TestNewHolderCacheVouchesForCheckout(t *testing.T) {
 		t.Fatalf("move A -> B: %+v", res)
 	}
 	waitSteps(t, b, id, 3)
-	ag, err := b.getAgent(id)
+	ag, err := b.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}

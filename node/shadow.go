@@ -41,16 +41,16 @@ var shadowSkeleton = []string{"artifacts", "environment", "memory", "memory/vect
 // loadShadow returns the shadow's state and the snapshot its workspace
 // holds, or nil and an empty snapshot when there is no usable shadow (a
 // leftover is removed).
-func (a *agent) loadShadow() (*shadowState, *capsule.Snapshot) {
-	if a.shadow != nil {
-		return a.shadow.state, a.shadow.snap
+func (a *tenant) loadShadow() (*shadowState, *capsule.Snapshot) {
+	if a.tgt.shadow != nil {
+		return a.tgt.shadow.state, a.tgt.shadow.snap
 	}
 	fsys := a.n.fsys
 	b, err := vfs.ReadFile(fsys, a.path(shadowFile))
 	var st shadowState
 	if err == nil && json.Unmarshal(b, &st) == nil && st.Files != nil {
 		if snap, err := readSnapshotFile(fsys, filepath.Join(a.path(shadowDir, capsuleDir), filepath.FromSlash(manifest.SnapshotPath)), st.Files[manifest.SnapshotPath], nil); err == nil {
-			a.shadow = &shadowMem{state: &st, snap: snap}
+			a.tgt.shadow = &shadowMem{state: &st, snap: snap}
 			return &st, snap
 		}
 	}
@@ -66,8 +66,8 @@ type shadowMem struct {
 }
 
 // dropShadow removes the shadow (it is cache).
-func (a *agent) dropShadow() {
-	a.shadow = nil
+func (a *tenant) dropShadow() {
+	a.tgt.shadow = nil
 	_ = a.n.fsys.Remove(a.path(shadowFile))
 	_ = a.n.fsys.RemoveAll(a.path(shadowDir))
 }
@@ -90,7 +90,7 @@ func readSnapshotFile(fsys vfs.FS, name string, want digest.Digest, parse func(d
 
 // casManifest reads, checks and parses the manifest blob md of the CAS
 // store (or of blobDir when not empty).
-func (a *agent) casManifest(blobDir string, md digest.Digest) ([]byte, *manifest.Manifest, error) {
+func (a *tenant) casManifest(blobDir string, md digest.Digest) ([]byte, *manifest.Manifest, error) {
 	if blobDir == "" {
 		blobDir = a.cas().Dir
 	}
@@ -113,7 +113,7 @@ func (a *agent) casManifest(blobDir string, md digest.Digest) ([]byte, *manifest
 
 // updateShadow brings the shadow to the state of manifest md, whose blobs
 // a pre-copy push just put in the CAS store. Caller holds a.mu.
-func (a *agent) updateShadow(md digest.Digest) error {
+func (a *tenant) updateShadow(md digest.Digest) error {
 	st, base := a.loadShadow()
 	if st != nil && st.Manifest == md {
 		return nil
@@ -143,7 +143,7 @@ func (a *agent) updateShadow(md digest.Digest) error {
 			return err
 		}
 	}
-	a.shadow = nil
+	a.tgt.shadow = nil
 	var b store.Batch
 	b.Dir(a.dir)
 	if err := a.buildShadow(m, st, base, snap, &b); err != nil {
@@ -170,14 +170,14 @@ func (a *agent) updateShadow(md digest.Digest) error {
 		a.dropShadow()
 		return err
 	}
-	a.shadow = &shadowMem{state: st, snap: snap}
-	if a.inc != nil {
-		warmRender(a.inc.events, a.n.hooks.render)
+	a.tgt.shadow = &shadowMem{state: st, snap: snap}
+	if a.tgt.inc != nil {
+		warmRender(a.tgt.inc.events, a.n.hooks.render)
 	}
 	return nil
 }
 
-func (a *agent) buildShadow(m *manifest.Manifest, st *shadowState, base, snap *capsule.Snapshot, b *store.Batch) error {
+func (a *tenant) buildShadow(m *manifest.Manifest, st *shadowState, base, snap *capsule.Snapshot, b *store.Batch) error {
 	root := a.path(shadowDir)
 	capDir := filepath.Join(root, capsuleDir)
 	for _, d := range append([]string{root, capDir, filepath.Join(root, workDir)}, store.HostPaths(capDir, shadowSkeleton)...) {
@@ -201,7 +201,7 @@ func (a *agent) buildShadow(m *manifest.Manifest, st *shadowState, base, snap *c
 // complete: the runner wrote the workspace without syncing it. The
 // shadow's layout files are only snapshot.json; the others come from the
 // CAS store when a move needs them. Caller holds a.mu.
-func (a *agent) keepShadow(fw *frozenWork) error {
+func (a *tenant) keepShadow(fw *frozenWork) error {
 	fsys := a.n.fsys
 	a.dropShadow()
 	root := a.path(shadowDir)
@@ -238,6 +238,6 @@ func (a *agent) keepShadow(fw *frozenWork) error {
 	if err := vfs.WriteFile(fsys, a.path(shadowFile), data, 0o600); err != nil {
 		return err
 	}
-	a.shadow = &shadowMem{state: st, snap: fw.snap}
+	a.tgt.shadow = &shadowMem{state: st, snap: fw.snap}
 	return nil
 }

@@ -30,7 +30,7 @@ import (
 
 // inventoryLocked lists the committed capsule and remembers where each
 // blob's bytes are, for pushing.
-func (a *agent) inventoryLocked(mr *moveRun) (transfer.Inventory, error) {
+func (a *tenant) inventoryLocked(mr *moveRun) (transfer.Inventory, error) {
 	capDir := a.capsule()
 	mb, err := vfs.ReadFile(a.n.fsys, filepath.Join(capDir, manifest.FileName))
 	if err != nil {
@@ -80,7 +80,7 @@ func sortBlobs(bs []transfer.Blob) {
 	sort.Slice(bs, func(i, j int) bool { return bs[i].Digest < bs[j].Digest })
 }
 
-func (a *agent) staging(move string, elem ...string) string {
+func (a *tenant) staging(move string, elem ...string) string {
 	return a.path(append([]string{stagingDir, move}, elem...)...)
 }
 
@@ -149,16 +149,16 @@ func (in *inMove) blobs() string {
 // checked by chain as it arrived, and its count, heads and digest (kept
 // running as it arrived) must be the manifest's. It returns the problems
 // found (none: verified).
-func (a *agent) stage(act transfer.Action) []string {
+func (a *tenant) stage(act transfer.Action) []string {
 	in, err := a.buildStaging(act)
 	if err != nil {
 		return []string{err.Error()}
 	}
-	a.in = in
+	a.tgt.in = in
 	return in.verify(a.n.fsys, a.parseSnapshot)
 }
 
-func (a *agent) buildStaging(act transfer.Action) (*inMove, error) {
+func (a *tenant) buildStaging(act transfer.Action) (*inMove, error) {
 	fsys := a.n.fsys
 	if err := a.discard(act.Move); err != nil { // a retried verify starts afresh
 		return nil, err
@@ -171,7 +171,7 @@ func (a *agent) buildStaging(act transfer.Action) (*inMove, error) {
 		return nil, err
 	}
 	in := &inMove{move: act.Move, dir: a.staging(act.Move), m: m}
-	if p := a.target.Pending(); p != nil && p.Move == act.Move {
+	if p := a.holder.Pending(); p != nil && p.Move == act.Move {
 		in.source = p.Source
 	}
 	if err := vfs.MkdirAllDurable(fsys, a.path(stagingDir), 0o700); err != nil {
@@ -187,10 +187,10 @@ func (a *agent) buildStaging(act transfer.Action) (*inMove, error) {
 		return nil, err
 	}
 	st := map[string]digest.Digest{}
-	if a.shadow != nil {
-		st = a.shadow.state.Files
+	if a.tgt.shadow != nil {
+		st = a.tgt.shadow.state.Files
 	}
-	a.shadow = nil
+	a.tgt.shadow = nil
 	if err := store.PlaceLayout(fsys, in.blobFolder(), in.capsule(), m, st, &in.batch); err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func (a *agent) buildStaging(act transfer.Action) (*inMove, error) {
 
 // takeShadow makes the shadow the move's staging (one rename), or creates
 // an empty staging when there is none.
-func (a *agent) takeShadow(in *inMove) error {
+func (a *tenant) takeShadow(in *inMove) error {
 	fsys := a.n.fsys
 	st, base := a.loadShadow()
 	in.base = base
@@ -238,7 +238,7 @@ func (a *agent) takeShadow(in *inMove) error {
 }
 
 // stageBlobs makes the CAS store the staged capsule's blob folder.
-func (a *agent) stageBlobs(in *inMove) error {
+func (a *tenant) stageBlobs(in *inMove) error {
 	fsys, dst := a.n.fsys, in.blobs()
 	in.batch.Dir(dst) // entries of blobs that came with the prepare
 	in.batch.Created(dst)
@@ -253,7 +253,7 @@ func (a *agent) stageBlobs(in *inMove) error {
 // staging (one rename) and notes each for the batch: synced, then renamed
 // into the blob folder, so the folder never names bytes a crash could
 // tear. Until the flush they are read from the fresh folder.
-func (a *agent) stageFresh(in *inMove) error {
+func (a *tenant) stageFresh(in *inMove) error {
 	fsys := a.n.fsys
 	src := a.path(freshDir)
 	if !exists(fsys, src) {
@@ -283,7 +283,7 @@ func (a *agent) stageFresh(in *inMove) error {
 // open log goes with it), after checking it ends at want and is the
 // journal the manifest commits: same count, heads and digest (the digest
 // was kept running as the copy grew, so nothing is hashed again).
-func (a *agent) stageJournal(in *inMove, want transfer.JournalPos) error {
+func (a *tenant) stageJournal(in *inMove, want transfer.JournalPos) error {
 	l, err := a.incoming()
 	if err != nil {
 		return err
@@ -307,11 +307,11 @@ func (a *agent) stageJournal(in *inMove, want transfer.JournalPos) error {
 	if err := a.n.fsys.Rename(a.path(incomingFile), dst); err != nil {
 		return err
 	}
-	a.incAtt = attachIndex{} // the copy is gone: the next one is indexed afresh
+	a.tgt.att = attachIndex{} // the copy is gone: the next one is indexed afresh
 	in.batch.Dir(a.dir)
 	in.batch.Created(dst)
 	in.events, in.log = l.events, l.log
-	a.inc = nil // the log now belongs to the staging
+	a.tgt.inc = nil // the log now belongs to the staging
 	return nil
 }
 
@@ -384,16 +384,16 @@ type snapMemo struct {
 // parseSnapshot parses b, which the caller checked hashes to d, or
 // returns the snapshot it parsed last for d, or the one parseAhead is
 // parsing. Caller holds a.mu.
-func (a *agent) parseSnapshot(d digest.Digest, b []byte) (*capsule.Snapshot, error) {
-	if a.snaps.s != nil && a.snaps.d == d {
-		return a.snaps.s, nil
+func (a *tenant) parseSnapshot(d digest.Digest, b []byte) (*capsule.Snapshot, error) {
+	if a.tgt.snaps.s != nil && a.tgt.snaps.d == d {
+		return a.tgt.snaps.s, nil
 	}
-	s, err := a.snapPre.parsed(d)
+	s, err := a.tgt.snapPre.parsed(d)
 	if s == nil {
 		s, err = capsule.ParseSnapshot(b)
 	}
 	if err == nil {
-		a.snaps = snapMemo{d: d, s: s}
+		a.tgt.snaps = snapMemo{d: d, s: s}
 	}
 	return s, err
 }
@@ -471,8 +471,8 @@ func blobNames(fsys vfs.FS, dir string) (map[string]bool, error) {
 // the files that differ), and makes the whole staging durable in one
 // batch of concurrent syncs: PREPARED, which the Target persists next,
 // may only follow a durable staging (docs/PROTOCOL.md §5).
-func (a *agent) prepare(act transfer.Action) []string {
-	in := a.in
+func (a *tenant) prepare(act transfer.Action) []string {
+	in := a.tgt.in
 	if in == nil || in.move != act.Move || in.snap == nil || in.rendered == nil {
 		return []string{"prepare: the move's staging is not verified"}
 	}
@@ -525,7 +525,7 @@ func (in *inMove) closeLog() {
 // and whether the operator wants it running once the move activates (run,
 // the intent the prepare carried). It grants nothing by itself: only a
 // holder record lets a node run an agent.
-func (a *agent) noteMeta(in *inMove, run bool) error {
+func (a *tenant) noteMeta(in *inMove, run bool) error {
 	meta := agentMeta{Name: in.m.Agent.Name, Run: run}
 	if meta == a.meta && exists(a.n.fsys, a.path(agentMetaFile)) {
 		return nil
@@ -543,7 +543,7 @@ func (a *agent) noteMeta(in *inMove, run bool) error {
 
 // secretProblems names the secrets the staged environment needs that this
 // node lacks. Only names appear: values are never read into a message.
-func (a *agent) secretProblems(dir string) []string {
+func (a *tenant) secretProblems(dir string) []string {
 	b, err := vfs.ReadFile(a.n.fsys, filepath.Join(dir, filepath.FromSlash(manifest.EnvironmentPath)))
 	if err != nil {
 		return []string{"environment: " + err.Error()}
@@ -568,7 +568,7 @@ func (a *agent) secretProblems(dir string) []string {
 // this node as holder right after the reply (commitHolderSoon): the holder
 // record, not the manifest, is what lets a node run the agent, and the
 // journal events are durable before the runner starts.
-func (a *agent) promote(act transfer.Action) error {
+func (a *tenant) promote(act transfer.Action) error {
 	fsys := a.n.fsys
 	for _, name := range []string{capsuleDir, workDir} {
 		src := a.staging(act.Move, name)
@@ -600,12 +600,12 @@ func (a *agent) promote(act transfer.Action) error {
 	source := ""
 	var staged *eventLog
 	var snap *capsule.Snapshot
-	if a.in != nil && a.in.move == act.Move {
-		source, staged, snap = a.in.source, a.in.log, a.in.snap
-		a.in.log = nil
+	if a.tgt.in != nil && a.tgt.in.move == act.Move {
+		source, staged, snap = a.tgt.in.source, a.tgt.in.log, a.tgt.in.snap
+		a.tgt.in.log = nil
 	}
-	a.in.closeLog()
-	a.in = nil
+	a.tgt.in.closeLog()
+	a.tgt.in = nil
 	if m, err := readManifestFile(fsys, a.capsule()); err == nil && a.meta.Name != m.Agent.Name {
 		a.meta.Name = m.Agent.Name
 	}
@@ -620,7 +620,7 @@ func (a *agent) promote(act transfer.Action) error {
 }
 
 // saveMetaIfChanged writes agent.json unless it already says a.meta.
-func (a *agent) saveMetaIfChanged() error {
+func (a *tenant) saveMetaIfChanged() error {
 	var disk agentMeta
 	if b, err := vfs.ReadFile(a.n.fsys, a.path(agentMetaFile)); err == nil && json.Unmarshal(b, &disk) == nil && disk == a.meta {
 		return nil
@@ -628,7 +628,7 @@ func (a *agent) saveMetaIfChanged() error {
 	return a.saveMeta()
 }
 
-func (a *agent) startAfterMove(act transfer.Action, source string, snap *capsule.Snapshot, renamed func() error) error {
+func (a *tenant) startAfterMove(act transfer.Action, source string, snap *capsule.Snapshot, renamed func() error) error {
 	if source == "" {
 		source = a.lastMoveSource()
 	}
@@ -661,13 +661,13 @@ func (a *agent) startAfterMove(act transfer.Action, source string, snap *capsule
 // next record hashes only what the agent changes. started is when the
 // runner started: a file it has changed since has a newer time, which the
 // cache never trusts for an entry recorded at started.
-func (a *agent) afterMove(epoch uint64, snap *capsule.Snapshot, started time.Time) {
+func (a *tenant) afterMove(epoch uint64, snap *capsule.Snapshot, started time.Time) {
 	a.n.wg.Add(1)
 	go func() {
 		defer a.n.wg.Done()
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if a.log == nil || a.target.Holder() != epoch || ctxDone(a.n.ctx) {
+		if a.log == nil || a.holder.Holder() != epoch || ctxDone(a.n.ctx) {
 			return
 		}
 		if err := a.commitHolderLocked(); err != nil {
@@ -691,7 +691,7 @@ func (a *agent) afterMove(epoch uint64, snap *capsule.Snapshot, started time.Tim
 // every move (and verify warn about each such blob). A move out of this
 // node lists only referenced blobs, and takes a.mu to do so, so none is
 // pruned under it. Caller holds a.mu.
-func (a *agent) pruneBlobsLocked() error {
+func (a *tenant) pruneBlobsLocked() error {
 	atts, err := a.journalAttachments()
 	if err != nil {
 		return err
@@ -714,7 +714,7 @@ func (a *agent) pruneBlobsLocked() error {
 // seedCache records in the stat cache the digests of the workspace files
 // a checkout of snap wrote, as known at time at (store.StatCache.Seed). It
 // returns the files the cache will not trust for that.
-func (a *agent) seedCache(snap *capsule.Snapshot, at time.Time) []store.WalkedFile {
+func (a *tenant) seedCache(snap *capsule.Snapshot, at time.Time) []store.WalkedFile {
 	return a.cache.Seed(a.n.fsys, a.work(), snap, at)
 }
 
@@ -723,7 +723,7 @@ func (a *agent) seedCache(snap *capsule.Snapshot, at time.Time) []store.WalkedFi
 // finds them cached instead of hashing them inside the frozen window. It
 // runs beside the agent, as a pre-copy record does: a file the agent
 // changes meanwhile gets a newer stat, which its entry does not match.
-func (a *agent) rehashLater(dir string, files []store.WalkedFile, at time.Time) {
+func (a *tenant) rehashLater(dir string, files []store.WalkedFile, at time.Time) {
 	defer a.n.wg.Done()
 	if wait := at.Add(store.RacyWindow + 10*time.Millisecond).Sub(a.n.clock.Now()); wait > 0 {
 		select {
@@ -738,7 +738,7 @@ func (a *agent) rehashLater(dir string, files []store.WalkedFile, at time.Time) 
 // lastMoveSource returns the source node of an incoming move: the machine
 // of the journal's last event (read only when the move's bookkeeping was
 // lost to a restart).
-func (a *agent) lastMoveSource() string {
+func (a *tenant) lastMoveSource() string {
 	events, _, err := readJournal(a.n.fsys, filepath.Join(a.capsule(), journalInCap))
 	if err != nil || len(events) == 0 {
 		return ""
@@ -749,10 +749,10 @@ func (a *agent) lastMoveSource() string {
 // discard is ActDiscard: the move's staging goes away; its blobs go back
 // into the CAS store and its journal back to the journal copy, so a later
 // attempt does not send them again. The shadow it was built from is gone.
-func (a *agent) discard(move string) error {
-	if a.in != nil && a.in.move == move {
-		a.in.closeLog()
-		a.in = nil
+func (a *tenant) discard(move string) error {
+	if a.tgt.in != nil && a.tgt.in.move == move {
+		a.tgt.in.closeLog()
+		a.tgt.in = nil
 	}
 	dir := a.staging(move)
 	if !exists(a.n.fsys, dir) {
@@ -771,7 +771,7 @@ func (a *agent) discard(move string) error {
 // store, the journal into the journal copy, and the workspace, when fw
 // says what it holds, into the shadow of a later move back (keepShadow);
 // the rest is removed.
-func (a *agent) toCache(events int64, fw *frozenWork) error {
+func (a *tenant) toCache(events int64, fw *frozenWork) error {
 	a.cache.Forget()
 	a.attach = attachIndex{}
 	_ = a.n.fsys.Remove(a.path(statCacheFile)) // it described the workspace that leaves
@@ -796,7 +796,7 @@ func (a *agent) toCache(events int64, fw *frozenWork) error {
 // whole folder by one rename when the store is empty) and its journal to
 // the journal copy (when it has at least as many events; events is the
 // capsule journal's count, or -1 to count them).
-func (a *agent) reclaim(capDir string, events int64) error {
+func (a *tenant) reclaim(capDir string, events int64) error {
 	fsys, c := a.n.fsys, a.cas()
 	bdir := filepath.Join(capDir, filepath.FromSlash(manifest.BlobsDir))
 	if exists(fsys, bdir) && !exists(fsys, c.Dir) {
@@ -827,7 +827,7 @@ func (a *agent) reclaim(capDir string, events int64) error {
 }
 
 // reclaimBlobs moves the blobs of bdir the CAS store lacks into it.
-func (a *agent) reclaimBlobs(bdir string) error {
+func (a *tenant) reclaimBlobs(bdir string) error {
 	fsys, c := a.n.fsys, a.cas()
 	ents, err := fsys.ReadDir(bdir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -50,7 +50,7 @@ func recordAfterRestart(t *testing.T, dir, id string) (*capsule.Snapshot, int) {
 	if _, err := nd.StopAgent(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
-	a, err := nd.getAgent(id)
+	a, err := nd.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}

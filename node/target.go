@@ -39,7 +39,7 @@ func (n *Node) Message(ctx context.Context, from string, am api.Message) (api.Re
 	if am.Inventory != "" && am.Inventory != api.InventoryManifest {
 		return api.Replies{}, fmt.Errorf("%w: message: unknown inventory %q", api.ErrInvalid, am.Inventory)
 	}
-	a, done := n.peerAgent(m.Agent)
+	a, done := n.peerTenant(m.Agent)
 	reply, bases, err := a.handleWire(m, am.Inventory == api.InventoryManifest)
 	done(err != nil || refusedReply(reply))
 	if err != nil {
@@ -60,8 +60,8 @@ func (n *Node) Message(ctx context.Context, from string, am api.Message) (api.Re
 // finishes the promotion (HOLDER durable, staging not yet moved in) reads
 // it there. agent.json grants nothing: only a holder record lets the
 // agent run. Caller holds a.mu.
-func (a *agent) noteIntent(m transfer.Message) error {
-	p := a.target.Pending()
+func (a *tenant) noteIntent(m transfer.Message) error {
+	p := a.holder.Pending()
 	if m.Type != transfer.MsgActivate || p == nil || p.Move != m.Move || p.Epoch != m.Epoch || p.Phase != transfer.PhasePrepared {
 		return nil
 	}
@@ -75,7 +75,7 @@ func (a *agent) noteIntent(m transfer.Message) error {
 // logReply logs what this node decided about an incoming move, so the
 // target's log says why a move failed as the source's does: a refusal with
 // its reason and problems, an abort, a resolution, an activation.
-func (a *agent) logReply(m transfer.Message, reply *transfer.Message) {
+func (a *tenant) logReply(m transfer.Message, reply *transfer.Message) {
 	if reply == nil {
 		return
 	}
@@ -98,7 +98,7 @@ func (a *agent) logReply(m transfer.Message, reply *transfer.Message) {
 
 // handle steps the agent's Target with a request, performing the actions it
 // asks for (verify, prepare, start, discard), and returns the reply.
-func (a *agent) handle(m transfer.Message) (*transfer.Message, error) {
+func (a *tenant) handle(m transfer.Message) (*transfer.Message, error) {
 	reply, _, err := a.handleWire(m, false)
 	return reply, err
 }
@@ -107,7 +107,7 @@ func (a *agent) handle(m transfer.Message) (*transfer.Message, error) {
 // inventory is its manifest's (byManifest) gets its blob list rebuilt from
 // this node's store first, or is refused. It also returns, for a want or
 // promise, the delta bases this node offers.
-func (a *agent) handleWire(m transfer.Message, byManifest bool) (*transfer.Message, []digest.Digest, error) {
+func (a *tenant) handleWire(m transfer.Message, byManifest bool) (*transfer.Message, []digest.Digest, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.blocked != nil {
@@ -142,7 +142,7 @@ func (a *agent) handleWire(m transfer.Message, byManifest bool) (*transfer.Messa
 
 // stepRequest steps the Target with a request's input and runs the
 // actions that follow, returning the reply. Caller holds a.mu.
-func (a *agent) stepRequest(in transfer.Input) (*transfer.Message, error) {
+func (a *tenant) stepRequest(in transfer.Input) (*transfer.Message, error) {
 	m := in.Msg
 	start := a.n.clock.Now()
 	rd, err := a.stepTarget(in)
@@ -173,7 +173,7 @@ func (a *agent) stepRequest(in transfer.Input) (*transfer.Message, error) {
 	}
 }
 
-func (a *agent) targetAction(act transfer.Action) (transfer.Input, bool) {
+func (a *tenant) targetAction(act transfer.Action) (transfer.Input, bool) {
 	switch act.Kind {
 	case transfer.ActVerify:
 		probs := a.stage(act)
@@ -203,7 +203,7 @@ func (a *agent) targetAction(act transfer.Action) (transfer.Input, bool) {
 // the store always holds the bytes its digest commits to). A blob wrongly
 // taken as present costs availability only: the move's verify reads the
 // staged blob folder and refuses it.
-func (a *agent) missing(blobs []transfer.Blob) []digest.Digest {
+func (a *tenant) missing(blobs []transfer.Blob) []digest.Digest {
 	known := a.shadowBlobs()
 	var out, unknown []digest.Digest
 	seen := make(map[digest.Digest]bool, len(blobs))
@@ -239,8 +239,8 @@ const maxMissingStats = 64
 
 // shadowBlobs returns the blobs and layout files of the shadow this
 // process built or loaded, or nil. Caller holds a.mu.
-func (a *agent) shadowBlobs() map[digest.Digest]bool {
-	sh := a.shadow
+func (a *tenant) shadowBlobs() map[digest.Digest]bool {
+	sh := a.tgt.shadow
 	if sh == nil {
 		return nil
 	}
@@ -273,10 +273,10 @@ func (n *Node) Push(ctx context.Context, from string, req api.PushRequest, s *ap
 	if _, err := ParseID(from); err != nil {
 		return api.PushReply{}, fmt.Errorf("%w: %v", api.ErrForbidden, err)
 	}
-	a, done := n.peerAgent(req.Agent)
+	a, done := n.peerTenant(req.Agent)
 	defer func() { done(err != nil || refusedReplies(rep.Messages)) }()
 	a.mu.Lock()
-	held := a.target.Holder() > 0
+	held := a.holder.Holder() > 0
 	a.mu.Unlock()
 	// A holder takes no pre-copy pushes and no prepare, but an offer (or a
 	// have) must still reach its Target, which refuses it with the epochs
@@ -327,7 +327,7 @@ func (n *Node) Push(ctx context.Context, from string, req api.PushRequest, s *ap
 
 // pushState is one push stream being received.
 type pushState struct {
-	a       *agent
+	a       *tenant
 	from    string
 	call    string // the request's call: push, have, offer or prepare
 	rep     api.PushReply
@@ -454,7 +454,7 @@ func (f *finisher) wait() error {
 // the offsets of positions this move's inventories recorded are known, and
 // any other is found by counting lines; no event is decoded but the one
 // whose ID a position names.
-func (a *agent) journalTail(mr *moveRun, from, to transfer.JournalPos) ([]byte, uint64, error) {
+func (a *tenant) journalTail(mr *moveRun, from, to transfer.JournalPos) ([]byte, uint64, error) {
 	if to.Count == 0 {
 		return nil, 0, nil
 	}
