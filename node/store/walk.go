@@ -249,3 +249,26 @@ func Rehash(fsys vfs.FS, dir string, files []WalkedFile, cache *StatCache, now f
 		_ = w.hash(&files[i], cache, now)
 	}
 }
+
+// Seed records in the cache the digests of the files of the workspace dir
+// a checkout of snap wrote (the blobs of the capsule's store), as known at
+// time at. It returns the files the cache will not trust for that: those
+// written within RacyWindow of at (Rehash them once it has passed).
+func (c *StatCache) Seed(fsys vfs.FS, dir string, snap *capsule.Snapshot, at time.Time) []WalkedFile {
+	c.Reset(dir)
+	var racy []WalkedFile
+	for _, e := range snap.Entries {
+		if e.Type != capsule.TypeFile {
+			continue
+		}
+		if fi, err := fsys.Lstat(filepath.Join(dir, filepath.FromSlash(e.Path))); err == nil && fi.Mode().IsRegular() && fi.Size() == e.Size {
+			k := KeyOf(fi)
+			c.Remember(e.Path, k, e.Blob, at)
+			if k.mtime != 0 && !time.Unix(0, k.mtime).Before(at.Add(-RacyWindow)) {
+				racy = append(racy, WalkedFile{entry: capsule.Entry{Path: e.Path, Type: capsule.TypeFile}, key: k})
+			}
+		}
+		c.MarkStored(e.Blob)
+	}
+	return racy
+}
