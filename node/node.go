@@ -37,12 +37,44 @@
 //
 // A move keeps O(workspace) and O(journal) work out of its frozen window:
 // the source records the workspace with a stat cache and builds the frozen
-// manifest in memory (record.go); the target verifies blobs as they
-// arrive, keeps its journal copy open with a running digest (incoming.go),
-// builds the shadow during pre-copy (shadow.go), and stages a move by
+// manifest in memory (source_inventory.go, store.RecordWork); the target
+// verifies blobs as they arrive (store.Disk), keeps its journal copy open
+// with a running digest (target_incoming.go), builds the shadow during
+// pre-copy (target_shadow.go, store.Checkout), and stages a move by
 // renaming the shadow, the CAS store and the journal copy into place and
 // applying only what changed, made durable in one batch of concurrent
-// syncs (batch.go).
+// syncs (target_stage.go, store.Batch).
+//
+// Where things are. Files are named for the role they serve (the roles
+// still share package node, so one role's file may call another's; the
+// source's retire hands the workspace to the target side's cache, for
+// instance):
+//
+//   - The daemon: node.go (Node, start and stop), config.go, local.go
+//     (the local API's handlers), peers.go, peerclient.go, peerconn.go,
+//     key.go, tls.go, secrets.go, metrics.go, report.go, capsule.go.
+//   - Hosting one agent (tenant*.go): the tenant record (tenant.go: what
+//     it holds and the order its locks are taken), its lifecycle and
+//     runner loop (tenant_run.go, tenant_runner.go), status
+//     (tenant_status.go), holder record logs (tenant_holder.go), journal
+//     (tenant_journal.go, tenant_attach.go), recovery at start
+//     (tenant_recover.go), removal and peer use.
+//   - The source side of a move (source_*.go): the driver (source_move.go),
+//     its bookkeeping (source_run.go), freeze and retire (source_freeze.go),
+//     inventories (source_inventory.go), pushes (source_push.go), delta
+//     frames it sends (source_delta.go) and the latest move's history
+//     (source_history.go). Its state is tenant.src (sourceSide).
+//   - The target side of a move (target_*.go): messages (target_message.go),
+//     pushes received (target_push.go), the journal copy
+//     (target_incoming.go), staging, prepare, promotion and reclaim
+//     (target_stage.go, target_prepare.go, target_promote.go,
+//     target_reclaim.go), the shadow (target_shadow.go), snapshot memos and
+//     delta bases (target_snapshot.go, target_delta.go). Its state is
+//     tenant.tgt (targetSide).
+//   - The content-addressed store, stat cache, checkout engine, durable
+//     batches and delta encoding: package node/store, which knows nothing
+//     of agents or moves.
+
 package node
 
 import (
