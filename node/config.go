@@ -1,14 +1,15 @@
 package node
 
 import (
-	"github.com/agentcapsule/capsule/transfer"
-	"github.com/agentcapsule/capsule/vfs"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/agentcapsule/capsule/transfer"
+	"github.com/agentcapsule/capsule/vfs"
 )
 
 // SocketFile is the local API socket's name inside the data folder.

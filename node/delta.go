@@ -3,15 +3,16 @@ package node
 import (
 	"errors"
 	"fmt"
-	"github.com/agentcapsule/capsule/node/store"
 	"path/filepath"
 	"slices"
+	"sort"
 	"sync"
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -195,4 +196,27 @@ func readBlobIn(fsys vfs.FS, dirs []string, d digest.Digest) ([]byte, error) {
 		return b, nil
 	}
 	return nil, fmt.Errorf("%s is not in this node's store", d.Short())
+}
+
+func sortedBlobs(s *capsule.Snapshot) []transfer.Blob {
+	var out []transfer.Blob
+	for d, size := range s.Blobs() {
+		out = append(out, transfer.Blob{Digest: d, Size: size})
+	}
+	sortBlobs(out)
+	return out
+}
+
+// readSmall reads the file at p if it is at most maxDeltaBlob bytes and
+// hashes to d.
+func readSmall(fsys vfs.FS, p string, d digest.Digest) ([]byte, bool) {
+	if fi, err := fsys.Stat(p); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxDeltaBlob {
+		return nil, false
+	}
+	b, err := vfs.ReadFile(fsys, p)
+	return b, err == nil && digest.FromBytes(b) == d
+}
+
+func sortBlobs(bs []transfer.Blob) {
+	sort.Slice(bs, func(i, j int) bool { return bs[i].Digest < bs[j].Digest })
 }

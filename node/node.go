@@ -87,62 +87,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
-	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/schema"
-	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
 )
-
-// Node is a running Capsule node.
-type Node struct {
-	cfg     Config
-	fsys    vfs.FS
-	clock   Clock
-	log     *slog.Logger
-	key     *Key
-	id      ID
-	cert    tls.Certificate
-	peers   *Peers
-	secrets *Secrets
-	m       *metrics
-
-	mu      sync.Mutex
-	tenants map[string]*tenant
-	clients map[ID]*api.PeerClient
-
-	addr        string
-	metricsAddr string
-	host        *capsule.Host // this process's lock of the data folder
-	started     string        // when it took it (RFC 3339)
-	sockInfo    os.FileInfo   // the socket this node created, nil if none
-	servers     []*http.Server
-	ready       atomic.Bool
-	closed      atomic.Bool
-
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-
-	hooks        nodeHooks
-	shadowsTaken atomic.Int64 // incoming moves staged from a shadow (tests read it)
-}
-
-// nodeHooks let tests and benchmarks act at fixed points of a move; the
-// zero value does nothing.
-type nodeHooks struct {
-	// beforeFreeze runs on the source when pre-copy ended, before the
-	// frozen window opens (the agent still runs).
-	beforeFreeze func(agent string)
-	// render replaces wire.Render in a target's prepare.
-	render renderFunc
-}
 
 var (
 	_ api.LocalService = (*Node)(nil)
@@ -228,14 +179,6 @@ func (n *Node) MetricsAddr() string { return n.metricsAddr }
 
 // PeerList returns the node's peer list.
 func (n *Node) PeerList() *Peers { return n.peers }
-
-func (n *Node) writer() manifest.Writer {
-	return manifest.Writer{Release: schema.Release, Commit: n.cfg.Commit}
-}
-
-func (n *Node) sourceConfig() transfer.SourceConfig {
-	return transfer.SourceConfig{Policy: n.cfg.Policy, Retries: n.cfg.Retries, AbortRetries: n.cfg.AbortRetries}
-}
 
 func (n *Node) loadAgents() error {
 	dir := filepath.Join(n.cfg.Dir, "agents")
@@ -409,40 +352,4 @@ func (n *Node) Close(ctx context.Context) error {
 	}
 	n.log.Info("node stopped")
 	return errors.Join(errs...)
-}
-
-func (n *Node) sortedTenants() []*tenant {
-	out := make([]*tenant, 0, len(n.tenants))
-	for _, a := range n.tenants {
-		if !a.peer.provisional {
-			out = append(out, a)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	return out
-}
-
-// getTenant returns the agent with the given ID, or an error wrapping api.ErrNotFound.
-func (n *Node) getTenant(id string) (*tenant, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	a, ok := n.tenants[id]
-	if !ok {
-		return nil, fmt.Errorf("%w: agent %s", api.ErrNotFound, id)
-	}
-	return a, nil
-}
-
-// targetTenant returns the agent for an incoming request, creating an entry
-// for an agent this node has never seen (it persists nothing until the
-// Target asks it to).
-func (n *Node) targetTenant(id string) *tenant {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	a, ok := n.tenants[id]
-	if !ok {
-		a = n.newTargetTenant(id)
-		n.tenants[id] = a
-	}
-	return a
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"github.com/agentcapsule/capsule/node/store/storetest"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/node/store/storetest"
 	"github.com/agentcapsule/capsule/render"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"

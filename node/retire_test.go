@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"github.com/agentcapsule/capsule/node/store"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/node/store"
 )
 
 // statOf returns what a rewrite of a file would change: inode, ctime and

@@ -2,43 +2,17 @@ package node
 
 import (
 	"bytes"
+	"maps"
+	"path/filepath"
+	"slices"
+
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
-	"maps"
-	"path/filepath"
-	"slices"
 )
-
-// moveWire is what a move (source side) knows to keep its messages small:
-// the current inventory's manifest and snapshot.json, and which blobs the
-// target holds. Guarded by the moveRun's mu.
-type moveWire struct {
-	heads   []transfer.Blob // the current inventory's manifest and snapshot.json
-	invLen  int             // blobs in that inventory
-	kinds   map[digest.Digest]baseKind
-	atPeer  map[digest.Digest]bool // blobs the target holds, as far as this move knows
-	refused map[digest.Digest]bool // bases a failed push used: not used again
-	deltas  int                    // delta frames the target stored
-	files   int                    // of which workspace files
-	byMan   int                    // requests sent with their inventory by manifest
-	// paths names the workspace path of each file blob of the current
-	// inventory, and versions the blobs each path had in this move's
-	// inventories, oldest first: a file that changed between rounds
-	// travels as a delta of the version the target already has.
-	paths    map[digest.Digest]string
-	versions map[string][]digest.Digest
-}
-
-// wireMessage is a request as it travels: its inventory may be marked as
-// the manifest's (api.InventoryManifest), with the blob list left off.
-type wireMessage struct {
-	msg       transfer.Message
-	inventory string
-}
 
 // noteLiveHeads keeps the manifest and snapshot.json of a pre-copy
 // inventory in memory (the next commit rewrites the files) as the blobs
@@ -107,23 +81,6 @@ func (mr *moveRun) noteHeads(a *tenant, inv transfer.Inventory, mb []byte, snaps
 	w.noteVersions(snap)
 }
 
-// noteVersions records the file blobs of the inventory's snapshot by path.
-func (w *moveWire) noteVersions(snap *capsule.Snapshot) {
-	if w.versions == nil {
-		w.versions = map[string][]digest.Digest{}
-	}
-	w.paths = map[digest.Digest]string{}
-	for _, e := range snap.Entries {
-		if e.Type != capsule.TypeFile || e.Size > maxFileDelta {
-			continue
-		}
-		w.paths[e.Blob] = e.Path
-		if v := w.versions[e.Path]; len(v) == 0 || v[len(v)-1] != e.Blob {
-			w.versions[e.Path] = append(v[max(0, len(v)-2):], e.Blob)
-		}
-	}
-}
-
 // byManifest returns m as it should travel and the blobs (manifest,
 // snapshot.json) to push before it. When m's inventory is the one this
 // move noted heads for, the blob list stays off the wire and the target
@@ -146,20 +103,6 @@ func (mr *moveRun) byManifest(m transfer.Message) (wireMessage, []transfer.Blob)
 	}
 	return wireMessage{msg: out, inventory: api.InventoryManifest}, heads
 }
-
-// deltaPlan is the delta frames one push stream carries, by blob.
-type deltaPlan struct {
-	frames  map[digest.Digest]deltaBody
-	guessed bool // a base is only guessed to be at the target
-	files   int  // frames that carry a workspace file
-}
-
-type deltaBody struct {
-	f api.Frame
-	z []byte
-}
-
-func (p deltaPlan) used() bool { return len(p.frames) > 0 }
 
 // planDeltas encodes as delta frames the blobs among blobs that this move
 // holds in memory (manifest, snapshot.json) and that have a base the
@@ -276,13 +219,6 @@ func (mr *moveRun) pushed(blobs []transfer.Blob, p deltaPlan, m *wireMessage) {
 	if m != nil && m.inventory != "" {
 		mr.wire.byMan++
 	}
-}
-
-func (w *moveWire) hold(d digest.Digest) {
-	if w.atPeer == nil {
-		w.atPeer = map[digest.Digest]bool{}
-	}
-	w.atPeer[d] = true
 }
 
 // appendNew appends the blobs of more that to lacks.

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/transfer"

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+
 	"github.com/agentcapsule/capsule/transfer"
 )
 

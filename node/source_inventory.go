@@ -1,14 +1,17 @@
 package node
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"path/filepath"
+
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
-	"path/filepath"
-	"sort"
 )
 
 // inventoryLocked lists the committed capsule and remembers where each
@@ -57,10 +60,6 @@ func snapshotBlobs(fsys vfs.FS, path string) ([]transfer.Blob, error) {
 		return nil, err
 	}
 	return sortedBlobs(s), nil
-}
-
-func sortBlobs(bs []transfer.Blob) {
-	sort.Slice(bs, func(i, j int) bool { return bs[i].Digest < bs[j].Digest })
 }
 
 // frozenInventory is the inventory of the frozen agent, built without
@@ -127,35 +126,37 @@ func (a *tenant) frozenInventory(mr *moveRun) (transfer.Inventory, error) {
 	return inv, nil
 }
 
-// frozenWork is the workspace of a frozen agent as its freeze recorded
-// it: the runner is stopped, so the workspace holds exactly snap until the
-// move ends.
-type frozenWork struct {
-	manifest  digest.Digest // the frozen inventory's manifest
-	snapBytes []byte        // snapshot.json of that manifest
-	snap      *capsule.Snapshot
-}
-
-// blobSources says where the bytes of each inventory blob come from.
-type blobSources struct {
-	mem   map[digest.Digest][]byte
-	paths map[digest.Digest]string
-}
-
-// add lists a blob in inv once, reading it from path unless it is in mem.
-func (s blobSources) add(inv *transfer.Inventory, d digest.Digest, size int64, path string) {
-	if _, ok := s.paths[d]; ok {
-		return
+// journalAttachments returns the attachment blobs of the agent's journal,
+// reading only what was appended since the last call. Caller holds a.mu,
+// and the journal is open (a.log).
+func (a *tenant) journalAttachments() ([]transfer.Blob, error) {
+	end := a.log.Summary().Bytes
+	x := &a.attach
+	if end < x.bytes { // another journal (the agent came back): start over
+		*x = attachIndex{}
 	}
-	inv.Blobs = append(inv.Blobs, transfer.Blob{Digest: d, Size: size})
-	s.paths[d] = path
-}
-
-func sortedBlobs(s *capsule.Snapshot) []transfer.Blob {
-	var out []transfer.Blob
-	for d, size := range s.Blobs() {
-		out = append(out, transfer.Blob{Digest: d, Size: size})
+	if end > x.bytes {
+		f, err := a.n.fsys.Open(filepath.Join(a.capsule(), journalInCap))
+		if err != nil {
+			return nil, fmt.Errorf("journal attachments: %w", err)
+		}
+		defer f.Close()
+		// Only lines that mention attachments are parsed.
+		sc := bufio.NewScanner(io.NewSectionReader(f, x.bytes, end-x.bytes))
+		sc.Buffer(make([]byte, 64<<10), journal.MaxLine+1)
+		for sc.Scan() {
+			id, as, err := journal.LineAttachments(sc.Bytes())
+			if err == nil {
+				err = x.note(id, as)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("journal attachments: %w", err)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("journal attachments: %w", err)
+		}
+		x.bytes = end
 	}
-	sortBlobs(out)
-	return out
+	return x.list(), nil
 }

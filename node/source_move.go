@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/oklog/ulid/v2"

@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
+
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/transfer"
-	"io"
-	"path/filepath"
 )
 
 // call sends one message through the peer API.

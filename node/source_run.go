@@ -1,11 +1,13 @@
 package node
 
 import (
-	"github.com/agentcapsule/capsule/api"
-	"github.com/agentcapsule/capsule/digest"
-	"github.com/agentcapsule/capsule/transfer"
 	"sync"
 	"time"
+
+	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/capsule"
+	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/transfer"
 )
 
 // moveRun is one move this node drives as the source: the driver's
@@ -199,4 +201,100 @@ func (mr *moveRun) mark(p transfer.JournalPos) (int64, bool) {
 	}
 	m, ok := mr.marks[p.Count]
 	return m.bytes, ok && m.head == p.Head
+}
+
+// sourceSide is the source side of this node's latest move of the agent
+// (move.go, record.go, delta.go). Guarded by tenant.mu.
+type sourceSide struct {
+	machine *transfer.Source // the latest move's state machine (source.json), or nil
+	move    *moveRun         // the latest move this node started, or nil
+}
+
+// frozenWork is the workspace of a frozen agent as its freeze recorded
+// it: the runner is stopped, so the workspace holds exactly snap until the
+// move ends.
+type frozenWork struct {
+	manifest  digest.Digest // the frozen inventory's manifest
+	snapBytes []byte        // snapshot.json of that manifest
+	snap      *capsule.Snapshot
+}
+
+// blobSources says where the bytes of each inventory blob come from.
+type blobSources struct {
+	mem   map[digest.Digest][]byte
+	paths map[digest.Digest]string
+}
+
+// add lists a blob in inv once, reading it from path unless it is in mem.
+func (s blobSources) add(inv *transfer.Inventory, d digest.Digest, size int64, path string) {
+	if _, ok := s.paths[d]; ok {
+		return
+	}
+	inv.Blobs = append(inv.Blobs, transfer.Blob{Digest: d, Size: size})
+	s.paths[d] = path
+}
+
+// moveWire is what a move (source side) knows to keep its messages small:
+// the current inventory's manifest and snapshot.json, and which blobs the
+// target holds. Guarded by the moveRun's mu.
+type moveWire struct {
+	heads   []transfer.Blob // the current inventory's manifest and snapshot.json
+	invLen  int             // blobs in that inventory
+	kinds   map[digest.Digest]baseKind
+	atPeer  map[digest.Digest]bool // blobs the target holds, as far as this move knows
+	refused map[digest.Digest]bool // bases a failed push used: not used again
+	deltas  int                    // delta frames the target stored
+	files   int                    // of which workspace files
+	byMan   int                    // requests sent with their inventory by manifest
+	// paths names the workspace path of each file blob of the current
+	// inventory, and versions the blobs each path had in this move's
+	// inventories, oldest first: a file that changed between rounds
+	// travels as a delta of the version the target already has.
+	paths    map[digest.Digest]string
+	versions map[string][]digest.Digest
+}
+
+// wireMessage is a request as it travels: its inventory may be marked as
+// the manifest's (api.InventoryManifest), with the blob list left off.
+type wireMessage struct {
+	msg       transfer.Message
+	inventory string
+}
+
+// noteVersions records the file blobs of the inventory's snapshot by path.
+func (w *moveWire) noteVersions(snap *capsule.Snapshot) {
+	if w.versions == nil {
+		w.versions = map[string][]digest.Digest{}
+	}
+	w.paths = map[digest.Digest]string{}
+	for _, e := range snap.Entries {
+		if e.Type != capsule.TypeFile || e.Size > maxFileDelta {
+			continue
+		}
+		w.paths[e.Blob] = e.Path
+		if v := w.versions[e.Path]; len(v) == 0 || v[len(v)-1] != e.Blob {
+			w.versions[e.Path] = append(v[max(0, len(v)-2):], e.Blob)
+		}
+	}
+}
+
+// deltaPlan is the delta frames one push stream carries, by blob.
+type deltaPlan struct {
+	frames  map[digest.Digest]deltaBody
+	guessed bool // a base is only guessed to be at the target
+	files   int  // frames that carry a workspace file
+}
+
+type deltaBody struct {
+	f api.Frame
+	z []byte
+}
+
+func (p deltaPlan) used() bool { return len(p.frames) > 0 }
+
+func (w *moveWire) hold(d digest.Digest) {
+	if w.atPeer == nil {
+		w.atPeer = map[digest.Digest]bool{}
+	}
+	w.atPeer[d] = true
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"github.com/agentcapsule/capsule/node/store"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/node/store"
 )
 
 // statCacheAgent creates an agent from a workspace of n files on a node in

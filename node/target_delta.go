@@ -4,15 +4,17 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
-	"io"
-	"path/filepath"
-	"slices"
 )
 
 // receiveDelta decodes a delta frame with the base this node holds (its
@@ -66,16 +68,6 @@ func (a *tenant) deltaBase(d digest.Digest) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("%w: %s", ErrNoBase, d.Short())
-}
-
-// readSmall reads the file at p if it is at most maxDeltaBlob bytes and
-// hashes to d.
-func readSmall(fsys vfs.FS, p string, d digest.Digest) ([]byte, bool) {
-	if fi, err := fsys.Stat(p); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxDeltaBlob {
-		return nil, false
-	}
-	b, err := vfs.ReadFile(fsys, p)
-	return b, err == nil && digest.FromBytes(b) == d
 }
 
 // manifestInventory rebuilds the inventory of a request marked
@@ -177,4 +169,47 @@ func (a *tenant) rememberStaged(move string) {
 		return
 	}
 	a.wire.remember(baseSnapshot, sf.Digest, b, ID(in.source))
+}
+
+// incomingAttachments returns the attachment blobs of the first n events
+// of the journal copy (a target's), indexing only events new since the
+// last call. Caller holds a.mu.
+func (a *tenant) incomingAttachments(n int) ([]transfer.Blob, error) {
+	l, err := a.incoming()
+	if err != nil {
+		return nil, err
+	}
+	n = min(n, len(l.events))
+	x := &a.tgt.att
+	if x.events > n { // the copy was cut back, or this is an older head
+		y, err := attachmentsOf(l.events[:n])
+		if err != nil {
+			return nil, err
+		}
+		if n == len(l.events) {
+			*x = *y
+		}
+		return y.list(), nil
+	}
+	if err := x.add(l.events[x.events:n]); err != nil {
+		return nil, err
+	}
+	return x.list(), nil
+}
+
+// parseSnapshot parses b, which the caller checked hashes to d, or
+// returns the snapshot it parsed last for d, or the one parseAhead is
+// parsing. Caller holds a.mu.
+func (a *tenant) parseSnapshot(d digest.Digest, b []byte) (*capsule.Snapshot, error) {
+	if a.tgt.snaps.s != nil && a.tgt.snaps.d == d {
+		return a.tgt.snaps.s, nil
+	}
+	s, err := a.tgt.snapPre.parsed(d)
+	if s == nil {
+		s, err = capsule.ParseSnapshot(b)
+	}
+	if err == nil {
+		a.tgt.snaps = snapMemo{d: d, s: s}
+	}
+	return s, err
 }

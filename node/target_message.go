@@ -3,18 +3,14 @@ package node
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"strings"
+
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/transfer"
-	"strings"
 )
-
-// ErrJournalGap is returned when a journal frame does not continue the
-// target's copy of the journal.
-var ErrJournalGap = errors.New("node: journal frame does not continue the journal")
 
 // Message implements api.PeerService: one move-protocol request, handled by
 // the agent's Target, whose reply is returned.

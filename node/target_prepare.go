@@ -3,13 +3,14 @@ package node
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
+
 	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
-	"path/filepath"
 )
 
 // prepare is ActPrepare: it checks this node can run the staged agent
@@ -59,14 +60,6 @@ func (a *tenant) prepare(act transfer.Action) []string {
 		return []string{"journal: " + oerr.Error()}
 	}
 	return nil
-}
-
-// closeLog closes the staged journal opened by prepare, if any.
-func (in *inMove) closeLog() {
-	if in != nil && in.log != nil {
-		_ = in.log.Close()
-		in.log = nil
-	}
 }
 
 // noteMeta writes agent.json, if it changes, with the staging: its name,

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
+
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
-	"io"
-	"sync"
 )
 
 // Push implements api.PeerService: it stores a push stream's blobs in the

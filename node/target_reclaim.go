@@ -2,11 +2,12 @@ package node
 
 import (
 	"errors"
+	"io/fs"
+	"path/filepath"
+
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
-	"io/fs"
-	"path/filepath"
 )
 
 // discard is ActDiscard: the move's staging goes away; its blobs go back
@@ -111,14 +112,6 @@ func (a *tenant) reclaimBlobs(bdir string) error {
 		}
 	}
 	return c.Sync()
-}
-
-func readManifestFile(fsys vfs.FS, capDir string) (*manifest.Manifest, error) {
-	b, err := vfs.ReadFile(fsys, filepath.Join(capDir, manifest.FileName))
-	if err != nil {
-		return nil, err
-	}
-	return manifest.Parse(b)
 }
 
 func journalCount(fsys vfs.FS, path string) uint64 {

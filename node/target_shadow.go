@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentcapsule/capsule/node/store"
 	"path/filepath"
 
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -27,12 +27,6 @@ const (
 	shadowDir  = "shadow"
 	shadowFile = "shadow.json"
 )
-
-// shadowState is shadow.json.
-type shadowState struct {
-	Manifest digest.Digest            `json:"manifest"`
-	Files    map[string]digest.Digest `json:"files"` // layout files in shadow/capsule, by path
-}
 
 // shadowSkeleton lists the capsule's layout directories a shadow holds
 // (artifacts/blobs is the CAS store, renamed in by the move).
@@ -58,34 +52,11 @@ func (a *tenant) loadShadow() (*shadowState, *capsule.Snapshot) {
 	return nil, capsule.NewSnapshot()
 }
 
-// shadowMem caches shadow.json and the snapshot it describes.
-type shadowMem struct {
-	state *shadowState
-	snap  *capsule.Snapshot
-	blobs map[digest.Digest]bool // what state and snap reference, built on first use
-}
-
 // dropShadow removes the shadow (it is cache).
 func (a *tenant) dropShadow() {
 	a.tgt.shadow = nil
 	_ = a.n.fsys.Remove(a.path(shadowFile))
 	_ = a.n.fsys.RemoveAll(a.path(shadowDir))
-}
-
-// readSnapshotFile reads the snapshot.json at name, checks it hashes to
-// want and parses it with parse (capsule.ParseSnapshot when nil).
-func readSnapshotFile(fsys vfs.FS, name string, want digest.Digest, parse func(digest.Digest, []byte) (*capsule.Snapshot, error)) (*capsule.Snapshot, error) {
-	b, err := vfs.ReadFile(fsys, name)
-	if err != nil {
-		return nil, err
-	}
-	if digest.FromBytes(b) != want {
-		return nil, fmt.Errorf("%s does not hash to %s", name, want.Short())
-	}
-	if parse == nil {
-		return capsule.ParseSnapshot(b)
-	}
-	return parse(want, b)
 }
 
 // casManifest reads, checks and parses the manifest blob md of the CAS

@@ -2,17 +2,12 @@ package node
 
 import (
 	"fmt"
-	"github.com/agentcapsule/capsule/node/store"
 	"path/filepath"
-	"sort"
-	"time"
 
-	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
-	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
-	"github.com/agentcapsule/capsule/schema"
+	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -22,62 +17,6 @@ import (
 // each blob the workspace snapshot references. The journal travels as
 // lines, not as a blob. A target rebuilds the capsule from its CAS store
 // and its journal copy alone.
-
-func (a *tenant) staging(move string, elem ...string) string {
-	return a.path(append([]string{stagingDir, move}, elem...)...)
-}
-
-// inMove is the work of the incoming move being staged: what stage found
-// and prepare needs, and the writes not yet durable.
-type inMove struct {
-	move   string
-	source string // the source node
-	dir    string // staging/<move>
-	m      *manifest.Manifest
-	base   *capsule.Snapshot // the workspace staging/<move>/work holds before prepare
-	snap   *capsule.Snapshot // the workspace the move brings
-	events []journal.Event   // the staged journal, for the render
-	// fresh holds the blobs the prepare brought (freshDir, taken into the
-	// staging), freshNames their hex names; the batch syncs each and then
-	// renames it into the blob folder.
-	fresh      string
-	freshNames map[string]bool
-	attach     []transfer.Blob // blobs the staged journal's attachments name
-	batch      store.Batch
-	render     *api.RenderReport
-	rendered   chan error // the render's outcome, once it is done
-	log        *eventLog  // the staged journal, open
-}
-
-// startRender renders the staged journal in the background: it is CPU
-// work, done while verify and prepare wait for the disk. A render of the
-// same journal started ahead (renderAhead) is taken over instead.
-func (in *inMove) startRender(ahead *aheadRender, fn renderFunc, now func() time.Time) {
-	in.rendered = make(chan error, 1)
-	go func() {
-		if ahead != nil {
-			<-ahead.done
-			in.render = ahead.rep
-			in.rendered <- ahead.err
-			return
-		}
-		rep, err := renderJournal(in.events, fn, now)
-		in.render = rep
-		in.rendered <- err
-	}()
-}
-
-func (in *inMove) capsule() string { return filepath.Join(in.dir, capsuleDir) }
-
-// blobFolder is where the staged blobs are: the staged capsule's blob
-// folder, and the fresh blobs the prepare brought until the batch that
-// makes them durable renames them in.
-func (in *inMove) blobFolder() store.Folder {
-	return store.Folder{Dir: in.blobs(), Fresh: in.fresh, Names: in.freshNames}
-}
-func (in *inMove) blobs() string {
-	return filepath.Join(in.capsule(), filepath.FromSlash(manifest.BlobsDir))
-}
 
 // stage is ActVerify: it builds the move's capsule in staging and verifies
 // what is new since pre-copy. The staging starts as the shadow (the
@@ -268,68 +207,4 @@ func sameJournal(a, b manifest.Journal) bool {
 		}
 	}
 	return true
-}
-
-// verify checks the staged snapshot and its references, and the versions
-// the manifest declares for it.
-func (in *inMove) verify(fsys vfs.FS, parse func(digest.Digest, []byte) (*capsule.Snapshot, error)) []string {
-	sf, ok := in.m.File(manifest.SnapshotPath)
-	if !ok {
-		return []string{"manifest lists no snapshot"}
-	}
-	snap, err := readSnapshotFile(fsys, filepath.Join(in.capsule(), filepath.FromSlash(manifest.SnapshotPath)), sf.Digest, parse)
-	if err != nil {
-		return []string{"snapshot: " + err.Error()}
-	}
-	in.snap = snap
-	var probs []string
-	if v := in.m.Schemas[schema.Snapshot]; v != snap.Version {
-		probs = append(probs, fmt.Sprintf("snapshot: version %d, the manifest says %d", snap.Version, v))
-	}
-	present, err := blobNames(fsys, in.blobs())
-	if err != nil {
-		return []string{"blobs: " + err.Error()}
-	}
-	for name := range in.freshNames {
-		present[name] = true
-	}
-	for _, b := range in.attach {
-		if !present[b.Digest.Hex()] {
-			probs = append(probs, fmt.Sprintf("blob %s of a journal attachment is missing", b.Digest.Short()))
-		}
-	}
-	for d, size := range snap.Blobs() {
-		if present[d.Hex()] {
-			continue
-		}
-		// Not a regular file under its name: say what is there, if anything.
-		fi, err := fsys.Lstat(filepath.Join(in.blobs(), d.Hex()))
-		switch {
-		case err != nil:
-			probs = append(probs, fmt.Sprintf("blob %s of the snapshot is missing", d.Short()))
-		default:
-			probs = append(probs, fmt.Sprintf("blob %s is a %s, not a file of %d bytes", d.Short(), fi.Mode().Type(), size))
-		}
-	}
-	sort.Strings(probs)
-	return probs
-}
-
-// blobNames lists the regular files of a blob folder by name, with one
-// directory read instead of a stat per blob. Every name in the folder was
-// given to bytes that hashed to it (the CAS store verifies as it writes,
-// and renames only after the bytes are durable), so a present name is a
-// present blob of the size its digest commits to.
-func blobNames(fsys vfs.FS, dir string) (map[string]bool, error) {
-	ents, err := fsys.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	names := make(map[string]bool, len(ents))
-	for _, e := range ents {
-		if e.Type().IsRegular() {
-			names[e.Name()] = true
-		}
-	}
-	return names, nil
 }

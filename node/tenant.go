@@ -5,112 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentcapsule/capsule/manifest"
+	"io/fs"
+	"path/filepath"
+	"time"
+
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
-	"io/fs"
-	"path/filepath"
-	"sync"
-	"sync/atomic"
-	"time"
-)
-
-// Files and folders of an agent's folder DATA/agents/<agentID>/.
-const (
-	agentMetaFile = "agent.json"     // name and whether the operator wants it running
-	capsuleDir    = "capsule"        // the capsule folder, while this node holds the agent
-	workDir       = "work"           // the materialized workspace the runner changes
-	casDir        = "cas"            // pre-copied blobs (content-addressed, harmless)
-	incomingFile  = "incoming.jsonl" // the journal copy a move into this node builds
-	stagingDir    = "staging"        // staging/<moveID>/: one incoming move's capsule and workspace
-	freshDir      = "fresh"          // verified, unsynced blobs a prepare brought (store.Pending.FinishUnsynced)
-	statCacheFile = "statcache.json" // the saved stat cache of work (store.StatCache.SaveFile)
-	journalInCap  = manifest.JournalPath
 )
 
 // ErrNotHeld is returned for an operation that needs this node to hold the agent.
 var ErrNotHeld = errors.New("node: agent not held here")
 
-// agentMeta is DATA/agents/<id>/agent.json.
-type agentMeta struct {
-	Name string `json:"name,omitempty"`
-	Run  bool   `json:"run"` // the operator wants it running (start/stop)
-	// Removed is set by `capsule agent rm`: the operator removed the copy
-	// while the node had seen epochs up to RemovedAt. The agent is listed
-	// again once the node sees a newer epoch (a move brings it back).
-	Removed   bool   `json:"removed,omitempty"`
-	RemovedAt uint64 `json:"removed_at,omitempty"`
-}
-
-// tenant is the node's record of one agent it knows: held and maybe
-// running, or known only as a target (epochs seen, an incoming move), or
-// retired. (The word "agent" names what users know, and package agent the
-// LLM loop; a node hosts tenants.) What belongs to one side of a move
-// lives apart: src, the source side of this node's latest outgoing move,
-// and tgt, the target side of an incoming one. Both are set when the
-// tenant is made and never replaced, so code that holds no lock may follow
-// the pointers; their fields are guarded as documented there.
-//
-// Locks, in the order they are taken (never the reverse): Node.mu, then
-// tenant.mu, then tenant.stepMu, then moveRun.mu; cache.mu and wire.mu
-// are leaves, taken with or without the others and holding none.
-type tenant struct {
-	n   *Node
-	id  string
-	dir string
-
-	// mu serializes protocol steps and lifecycle changes of the agent; it
-	// guards every field below up to stepMu, and those of src and tgt
-	// unless they say otherwise.
-	mu      sync.Mutex
-	holder  *transfer.Target // the holder record (holder.jsonl): epochs seen, held or not
-	meta    agentMeta
-	log     *eventLog       // open while this node holds the agent
-	run     *runLoop        // non-nil while the runner runs
-	blocked error           // why the agent may not run here (fail closed)
-	lastErr atomic.Value    // string: the runner's last error (no lock)
-	cache   store.StatCache // the workspace's stat cache (own lock)
-	attach  attachIndex     // attachments of the journal
-	wire    wireState       // delta bases, for both sides of a move (own lock; delta.go)
-	peer    peerUse         // peer requests in flight (peeragent.go); guarded by Node.mu
-	src     *sourceSide     // never nil
-	tgt     *targetSide     // never nil
-
-	// stepMu is held for the whole of each runner step; taking it waits for
-	// a step boundary.
-	stepMu sync.Mutex
-	steps  atomic.Uint64
-}
-
-// sourceSide is the source side of this node's latest move of the agent
-// (move.go, record.go, delta.go). Guarded by tenant.mu.
-type sourceSide struct {
-	machine *transfer.Source // the latest move's state machine (source.json), or nil
-	move    *moveRun         // the latest move this node started, or nil
-}
-
-// targetSide is the target side of a move of the agent into this node and
-// the caches of what earlier moves brought (incoming.go, staging.go,
-// shadow.go, target.go). Guarded by tenant.mu.
-type targetSide struct {
-	inc     *incomingLog // the journal copy, in memory
-	in      *inMove      // the incoming move being staged
-	shadow  *shadowMem   // shadow.json and its snapshot, in memory
-	ahead   *aheadRender // the journal copy's render, started ahead of the prepare
-	snaps   snapMemo     // the snapshot.json parsed last
-	snapPre snapAhead    // a snapshot.json of a push being parsed in the background (own lock)
-	att     attachIndex  // attachments of the journal copy
-}
-
 // newTenant returns the record of agent id, empty: no holder record yet.
 func (n *Node) newTenant(id string) *tenant {
 	return &tenant{n: n, id: id, dir: filepath.Join(n.cfg.Dir, "agents", id), src: &sourceSide{}, tgt: &targetSide{}}
-}
-
-type runLoop struct {
-	stop chan struct{}
-	done chan struct{}
 }
 
 func (a *tenant) path(elem ...string) string {
@@ -208,4 +117,8 @@ func ctxDone(ctx context.Context) bool {
 	default:
 		return false
 	}
+}
+
+func (a *tenant) staging(move string, elem ...string) string {
+	return a.path(append([]string{stagingDir, move}, elem...)...)
 }

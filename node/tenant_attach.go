@@ -1,11 +1,8 @@
 package node
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
-	"path/filepath"
 	"slices"
 
 	"github.com/agentcapsule/capsule/digest"
@@ -72,65 +69,4 @@ func (x *attachIndex) list() []transfer.Blob {
 func attachmentsOf(events []journal.Event) (*attachIndex, error) {
 	x := &attachIndex{}
 	return x, x.add(events)
-}
-
-// journalAttachments returns the attachment blobs of the agent's journal,
-// reading only what was appended since the last call. Caller holds a.mu,
-// and the journal is open (a.log).
-func (a *tenant) journalAttachments() ([]transfer.Blob, error) {
-	end := a.log.Summary().Bytes
-	x := &a.attach
-	if end < x.bytes { // another journal (the agent came back): start over
-		*x = attachIndex{}
-	}
-	if end > x.bytes {
-		f, err := a.n.fsys.Open(filepath.Join(a.capsule(), journalInCap))
-		if err != nil {
-			return nil, fmt.Errorf("journal attachments: %w", err)
-		}
-		defer f.Close()
-		// Only lines that mention attachments are parsed.
-		sc := bufio.NewScanner(io.NewSectionReader(f, x.bytes, end-x.bytes))
-		sc.Buffer(make([]byte, 64<<10), journal.MaxLine+1)
-		for sc.Scan() {
-			id, as, err := journal.LineAttachments(sc.Bytes())
-			if err == nil {
-				err = x.note(id, as)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("journal attachments: %w", err)
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("journal attachments: %w", err)
-		}
-		x.bytes = end
-	}
-	return x.list(), nil
-}
-
-// incomingAttachments returns the attachment blobs of the first n events
-// of the journal copy (a target's), indexing only events new since the
-// last call. Caller holds a.mu.
-func (a *tenant) incomingAttachments(n int) ([]transfer.Blob, error) {
-	l, err := a.incoming()
-	if err != nil {
-		return nil, err
-	}
-	n = min(n, len(l.events))
-	x := &a.tgt.att
-	if x.events > n { // the copy was cut back, or this is an older head
-		y, err := attachmentsOf(l.events[:n])
-		if err != nil {
-			return nil, err
-		}
-		if n == len(l.events) {
-			*x = *y
-		}
-		return y.list(), nil
-	}
-	if err := x.add(l.events[x.events:n]); err != nil {
-		return nil, err
-	}
-	return x.list(), nil
 }

@@ -5,17 +5,6 @@ import (
 	"github.com/agentcapsule/capsule/transfer"
 )
 
-// peerUse counts the peer requests in flight for one agent, so that an
-// agent this node did not know is forgotten again when every request
-// about it was refused. Guarded by Node.mu.
-type peerUse struct {
-	refs int
-	// provisional: the entry was made for a peer request while the node
-	// had no entry and no folder for the agent, and no request about it
-	// has been accepted since.
-	provisional bool
-}
-
 // peerTenant returns the agent a peer request names and the function the
 // caller calls when the request is done, saying whether it was refused.
 // An agent the node did not know (no entry, no folder) is entered only

@@ -3,11 +3,12 @@ package node
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/transfer"
-	"path/filepath"
 )
 
 // mayRun reports the epoch this node may run the agent at, from its
@@ -206,4 +207,17 @@ func (a *tenant) step(epoch, step uint64) error {
 	a.steps.Add(1)
 	a.n.m.steps.Inc()
 	return nil
+}
+
+func (a *tenant) why() string {
+	src := a.currentSource()
+	switch {
+	case a.blocked != nil:
+		return a.blocked.Error()
+	case a.holder == nil || a.holder.Holder() == 0:
+		return "no holder epoch on this node"
+	case src != nil && src.Frozen():
+		return "frozen by move " + src.State().Move + " (" + src.Phase() + ")"
+	}
+	return "not running"
 }

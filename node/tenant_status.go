@@ -5,19 +5,6 @@ import (
 	"github.com/agentcapsule/capsule/transfer"
 )
 
-func (a *tenant) why() string {
-	src := a.currentSource()
-	switch {
-	case a.blocked != nil:
-		return a.blocked.Error()
-	case a.holder == nil || a.holder.Holder() == 0:
-		return "no holder epoch on this node"
-	case src != nil && src.Frozen():
-		return "frozen by move " + src.State().Move + " (" + src.Phase() + ")"
-	}
-	return "not running"
-}
-
 // status reports the agent as seen by this node. Caller holds a.mu.
 func (a *tenant) status() api.AgentStatus {
 	st := api.AgentStatus{ID: a.id, Name: a.meta.Name, Node: string(a.n.id), Steps: a.steps.Load()}

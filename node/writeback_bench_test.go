@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/agentcapsule/capsule/node/store"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/vfs"
 )
 

@@ -3,8 +3,6 @@ package store_test
 import (
 	"bytes"
 	"flag"
-	"github.com/agentcapsule/capsule/node/store"
-	"github.com/agentcapsule/capsule/node/store/storetest"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
@@ -18,6 +16,8 @@ import (
 
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/node/store"
+	"github.com/agentcapsule/capsule/node/store/storetest"
 	"github.com/agentcapsule/capsule/vfs"
 	"github.com/google/go-cmp/cmp"
 )

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/agentcapsule/capsule/vfs"
 	"io"
 	"io/fs"
 	"path"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/node/store"
+	"github.com/agentcapsule/capsule/vfs"
 )
 
 // Factory returns a new, empty store, and a function that simulates a
