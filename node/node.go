@@ -45,36 +45,40 @@
 // applying only what changed, made durable in one batch of concurrent
 // syncs (target_stage.go, store.Batch).
 //
-// Where things are. Files are named for the role they serve (the roles
-// still share package node, so one role's file may call another's; the
-// source's retire hands the workspace to the target side's cache, for
-// instance):
+// Where things are. Files are named for the role they serve, and read
+// top-down: no file refers to one above it (the type-checked graph of the
+// package's files has no cycle). At the bottom, state.go declares what the
+// Node and each tenant hold and the order their locks are taken, layout.go
+// the names in an agent's folder, node_env.go the Node helpers tenants
+// use. The roles still share package node, so one role's file may call
+// another's (the source's retire hands the workspace to the target side's
+// cache, for instance):
 //
-//   - The daemon: node.go (Node, start and stop), config.go, local.go
-//     (the local API's handlers), peers.go, peerclient.go, peerconn.go,
-//     key.go, tls.go, secrets.go, metrics.go, report.go, capsule.go.
-//   - Hosting one agent (tenant*.go): the tenant record (tenant.go: what
-//     it holds and the order its locks are taken), its lifecycle and
-//     runner loop (tenant_run.go, tenant_runner.go), status
-//     (tenant_status.go), holder record logs (tenant_holder.go), journal
-//     (tenant_journal.go, tenant_attach.go), recovery at start
+//   - The daemon: node.go (New, start and stop), config.go, local.go (the
+//     local API's handlers), peers.go, peerclient.go, peerconn.go, key.go,
+//     tls.go, secrets.go, metrics.go, report.go, capsule.go, render.go.
+//   - Hosting one agent (tenant*.go): the tenant's folder, records and
+//     loading (tenant.go), lifecycle and runner loop (tenant_run.go,
+//     tenant_runner.go), status (tenant_status.go), holder record logs
+//     (tenant_holder.go), journal (tenant_journal.go, tenant_attach.go),
+//     workspace record (tenant_record.go), recovery at start
 //     (tenant_recover.go), removal and peer use.
-//   - The source side of a move (source_*.go): the driver (source_move.go),
-//     its bookkeeping (source_run.go), freeze and retire (source_freeze.go),
-//     inventories (source_inventory.go), pushes (source_push.go), delta
-//     frames it sends (source_delta.go) and the latest move's history
-//     (source_history.go). Its state is tenant.src (sourceSide).
-//   - The target side of a move (target_*.go): messages (target_message.go),
-//     pushes received (target_push.go), the journal copy
-//     (target_incoming.go), staging, prepare, promotion and reclaim
+//   - The source side of a move (source_*.go), state tenant.src
+//     (sourceSide, source_run.go): the driver (source_move.go), freeze and
+//     retire (source_freeze.go), inventories (source_inventory.go), pushes
+//     (source_push.go), delta frames it sends (source_delta.go) and the
+//     latest move's history (source_history.go).
+//   - The target side of a move (target_*.go), state tenant.tgt
+//     (targetSide, target_state.go): messages (target_message.go), pushes
+//     received (target_push.go), the journal copy (target_append.go,
+//     target_incoming.go), staging, prepare, promotion and reclaim
 //     (target_stage.go, target_prepare.go, target_promote.go,
-//     target_reclaim.go), the shadow (target_shadow.go), snapshot memos and
-//     delta bases (target_snapshot.go, target_delta.go). Its state is
-//     tenant.tgt (targetSide).
+//     target_reclaim.go), the shadow (target_shadow.go), delta bases
+//     (target_delta.go) and the render ahead of a prepare
+//     (target_render.go).
 //   - The content-addressed store, stat cache, checkout engine, durable
 //     batches and delta encoding: package node/store, which knows nothing
 //     of agents or moves.
-
 package node
 
 import (
