@@ -7,9 +7,10 @@
 // batched into one round of fsyncs (Batch), and delta encoding of a blob
 // against an earlier version (EncodeDelta, DecodeDelta).
 //
-// It knows nothing of agents, moves, peers or records: package node and
-// its role packages import it; it imports only capsule, manifest, digest
-// and vfs. Nothing here takes a lock of a caller's.
+// It knows nothing of agents, moves, peers or records: package node
+// may import it; of this project's packages it imports only capsule,
+// manifest, digest, vfs and internal/par. Nothing here takes a lock of a
+// caller's.
 package store
 
 import (
