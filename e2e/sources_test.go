@@ -84,7 +84,7 @@ func TestOpenTree(t *testing.T) {
 			t.Errorf("opened %s, which is not part of the binary", p)
 		}
 	}
-	for _, want := range []string{"go.mod", "go.sum", "cmd/capsule/main.go", "node/move.go", "transfer/source.go", "envspec/spec.schema.json"} {
+	for _, want := range []string{"go.mod", "go.sum", "cmd/capsule/main.go", "node/source_move.go", "transfer/source.go", "envspec/spec.schema.json"} {
 		if !got[want] {
 			t.Errorf("%s is not among the %d files the e2e result cache is keyed on", want, len(paths))
 		}

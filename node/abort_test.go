@@ -31,12 +31,12 @@ func abandonedTarget(t *testing.T, abortRetries int) (cl *cluster, id string) {
 		t.Fatalf("move A -> B: %+v, want rolled back", res)
 	}
 	waitSteps(t, a, id, 3)
-	bag, err := b.getAgent(id)
+	bag, err := b.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bag.mu.Lock()
-	pending := bag.target.Pending()
+	pending := bag.holder.Pending()
 	bag.mu.Unlock()
 	if pending == nil {
 		t.Fatal("B keeps no pending move: the abandoned staging this test needs is missing")

@@ -21,7 +21,7 @@ func attachToJournal(t *testing.T, n *Node, id string, data []byte) digest.Diges
 	if _, err := n.StopAgent(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	a, err := n.getAgent(id)
+	a, err := n.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,12 +32,12 @@ func attachToJournal(t *testing.T, n *Node, id string, data []byte) digest.Diges
 	if _, err := store.PutExpect(d, bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.openLog(a.target.Holder()); err != nil {
+	if err := a.openLog(a.holder.Holder()); err != nil {
 		t.Fatal(err)
 	}
 	body := journal.UserMessage{Text: "see the attached file", Attachments: []journal.Attachment{
 		{Blob: string(d), MediaType: "application/octet-stream", Name: "report.bin", Size: int64(len(data))}}}
-	if _, err := a.log.Append(journal.KindUser, a.target.Holder(), n.wallTime(), body); err != nil {
+	if _, err := a.log.Append(journal.KindUser, a.holder.Holder(), n.wallTime(), body); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -60,7 +60,7 @@ func TestMoveCarriesJournalAttachments(t *testing.T) {
 	if res := move(t, a, b, id); res.Outcome != api.OutcomeCommitted {
 		t.Fatalf("move: %+v", res)
 	}
-	ag, _ := b.getAgent(id)
+	ag, _ := b.getTenant(id)
 	got, err := os.ReadFile(filepath.Join(ag.capsule(), filepath.FromSlash(manifest.BlobsDir), d.Hex()))
 	if err != nil || digest.FromBytes(got) != d {
 		t.Fatalf("the new holder's capsule lacks the attachment's blob %s: %v", d.Short(), err)

@@ -134,57 +134,6 @@ func roundTrip(b *testing.B, from, to *Node) time.Duration {
 	return ds[len(ds)/2]
 }
 
-// BenchmarkDiskSync measures what the frozen window is made of on this
-// disk: one file fsync, one directory fsync, and a batch of 16 file
-// fsyncs issued together (syncBatch's way) against one after another.
-func BenchmarkDiskSync(b *testing.B) {
-	dir := b.TempDir()
-	write := func(name string) {
-		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, 4096), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.Run("file", func(b *testing.B) {
-		for i := range b.N {
-			write(fmt.Sprint("f", i))
-			if err := syncFile(vfs.OS{}, filepath.Join(dir, fmt.Sprint("f", i))); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("dir", func(b *testing.B) {
-		for i := range b.N {
-			write(fmt.Sprint("d", i))
-			if err := (vfs.OS{}).SyncDir(dir); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	for _, batched := range []bool{false, true} {
-		b.Run(fmt.Sprintf("16files/batched=%v", batched), func(b *testing.B) {
-			for i := range b.N {
-				var sb syncBatch
-				for k := range 16 {
-					name := fmt.Sprintf("b%d-%d", i, k)
-					write(name)
-					sb.file(filepath.Join(dir, name))
-				}
-				if !batched {
-					for _, f := range sb.files {
-						if err := syncFile(vfs.OS{}, f); err != nil {
-							b.Fatal(err)
-						}
-					}
-					continue
-				}
-				if err := sb.flush(vfs.OS{}); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
 type benchConfig struct {
 	workspaceMB, fileKB, events, changedKB int
 }
@@ -272,12 +221,12 @@ func changeWorkspace(b *testing.B, n *Node, id string, cfg benchConfig) {
 // seedJournal appends k conversation events to the agent's journal through
 // its log, from many goroutines so that group commit shares the fsyncs.
 func seedJournal(b *testing.B, n *Node, id string, k int) {
-	a, err := n.getAgent(id)
+	a, err := n.getTenant(id)
 	if err != nil {
 		b.Fatal(err)
 	}
 	a.mu.Lock()
-	log, epoch := a.log, a.target.Holder()
+	log, epoch := a.log, a.holder.Holder()
 	a.mu.Unlock()
 	prod := journal.Producer{Provider: "ollama", API: "chat", Model: "llama3.2"}
 	const workers = 64
@@ -303,10 +252,10 @@ func seedJournal(b *testing.B, n *Node, id string, k int) {
 }
 
 func lastMove(n *Node, id string) *moveRun {
-	a, _ := n.getAgent(id)
+	a, _ := n.getTenant(id)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.move
+	return a.src.move
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

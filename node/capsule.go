@@ -167,3 +167,11 @@ func journalTail(tail io.Reader, committed manifest.Journal) []capsule.Problem {
 	}
 	return out
 }
+
+func readManifestFile(fsys vfs.FS, capDir string) (*manifest.Manifest, error) {
+	b, err := vfs.ReadFile(fsys, filepath.Join(capDir, manifest.FileName))
+	if err != nil {
+		return nil, err
+	}
+	return manifest.Parse(b)
+}

@@ -101,47 +101,6 @@ func targetPowerLossAfterActivate(t *testing.T, crash func(t *testing.T, mem *vf
 	}
 }
 
-// TestCASReceiveCrash cuts the power at every durable step of storing the
-// blobs of a push stream the way Push does (receive each, finish it),
-// with blobs held in memory and one streamed to its file, and the store's
-// directory synced after each blob, as another push may do at any time:
-// after the crash every name in the store holds the bytes of its digest
-// (temporary files may remain, never under a blob's name), and once the
-// push completed every blob is there. docs/PROTOCOL.md §4a, §5.
-func TestCASReceiveCrash(t *testing.T) {
-	frames := []frame{honest(randomBytes(1, 100)), honest(randomBytes(2, chunkSize)), honest(randomBytes(3, chunkSize+10))}
-	const dir = "/agents/a/cas"
-	vfstest.ForEachCrashPoint(t, nil, func(fsys vfs.FS) error {
-		c := cas{fsys: fsys, dir: dir}
-		for _, f := range frames {
-			if err := receiveAll(c, streamOf(t, f)); err != nil { // ends with c.Sync
-				return err
-			}
-		}
-		return nil
-	}, func(t *testing.T, fsys vfs.FS, at vfstest.CrashPoint) {
-		ents, _ := fsys.ReadDir(dir)
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), vfs.TempPrefix) {
-				continue
-			}
-			b, err := vfs.ReadFile(fsys, filepath.Join(dir, e.Name()))
-			if err != nil || digest.FromBytes(b).Hex() != e.Name() {
-				t.Errorf("%s: %d bytes (%v) that do not hash to its name", e.Name(), len(b), err)
-			}
-		}
-		if !at.Done() {
-			return
-		}
-		c := cas{fsys: fsys, dir: dir}
-		for _, f := range frames {
-			if !casHolds(c, f.d, int64(len(f.data))) {
-				t.Errorf("blob %s lost although the push completed", f.d.Short())
-			}
-		}
-	})
-}
-
 // TestTargetPowerLossWithFreshBlobs cuts the target's power while its
 // staging flush syncs the blobs the prepare brought, which until then sit
 // unsynced in the fresh folder (cas.go finishFresh), in several outcomes of
@@ -240,7 +199,7 @@ func targetPowerLossWithFreshBlobs(t *testing.T, crash func(t *testing.T, mem *v
 	if _, err := b2.StopAgent(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	ag, _ := b2.getAgent(id)
+	ag, _ := b2.getTenant(id)
 	if probs := verifyCapsule(mem, ag.capsule()); len(probs) > 0 {
 		t.Errorf("target capsule: %v", probs)
 	}
@@ -396,7 +355,7 @@ func targetPowerLossDuringPromote(t *testing.T, crash func(t *testing.T, mem *vf
 	if _, err := b2.StopAgent(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	ag, _ := b2.getAgent(id)
+	ag, _ := b2.getTenant(id)
 	if probs := verifyCapsule(mem, ag.capsule()); len(probs) > 0 {
 		t.Errorf("target capsule: %v", probs)
 	}

@@ -93,7 +93,7 @@ func TestDeltaFrameRoundTrip(t *testing.T) {
 // refused with nothing stored in the CAS store, and the good one is stored.
 func TestReceiveDeltaRefuses(t *testing.T) {
 	n := newNode(t, t.TempDir(), nodeOpts{})
-	a := n.targetAgent("01JTESTAGENT0000000000000000")
+	a := n.targetTenant("01JTESTAGENT0000000000000000")
 	old, other := snapshotLike(300), snapshotLike(300, 1, 2, 3, 4, 5, 6, 7, 8, 9)
 	if _, _, err := a.cas().Put(digest.FromBytes(old), bytes.NewReader(old)); err != nil {
 		t.Fatal(err)
@@ -131,10 +131,10 @@ func TestReceiveDeltaRefuses(t *testing.T) {
 				if err != nil || pb == nil {
 					t.Fatalf("receiveDelta: %v, %v", pb, err)
 				}
-				if err := pb.finish(); err != nil {
+				if err := pb.Finish(); err != nil {
 					t.Fatal(err)
 				}
-				if got, _ := vfs.ReadFile(n.fsys, a.cas().path(f.Digest)); !bytes.Equal(got, data) {
+				if got, _ := vfs.ReadFile(n.fsys, a.cas().Path(f.Digest)); !bytes.Equal(got, data) {
 					t.Fatalf("stored %d bytes, want the blob", len(got))
 				}
 				return
@@ -142,7 +142,7 @@ func TestReceiveDeltaRefuses(t *testing.T) {
 			if !errors.Is(err, c.want) || pb != nil {
 				t.Fatalf("err = %v (blob %v), want %v", err, pb, c.want)
 			}
-			ents, _ := n.fsys.ReadDir(a.cas().dir)
+			ents, _ := n.fsys.ReadDir(a.cas().Dir)
 			if len(ents) != 2 {
 				t.Errorf("the CAS store holds %d entries after a refused delta, want the 2 bases", len(ents))
 			}
@@ -157,7 +157,7 @@ func TestInventoryByManifest(t *testing.T) {
 	c := newCluster(t, nodeOpts{}, nodeOpts{})
 	src, dst := c.nodes[0], c.nodes[1]
 	id := createAgent(t, src, workspaceOf(t, 40, 512))
-	sa, err := src.getAgent(id)
+	sa, err := src.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestInventoryByManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ta := dst.targetAgent(id)
+	ta := dst.targetTenant(id)
 	msg := transfer.Message{Type: transfer.MsgOffer, Manifest: inv.Manifest, Move: mr.id}
 	mb := mr.src.mem[inv.Manifest]
 	m, err := manifest.Parse(mb)
@@ -277,7 +277,7 @@ func TestMoveBackWithAndWithoutDeltas(t *testing.T) {
 			}
 			waitSteps(t, b, id, 3)
 			c.checkHolder(b, id)
-			ba, err := b.getAgent(id)
+			ba, err := b.getTenant(id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -293,9 +293,9 @@ func TestMoveBackWithAndWithoutDeltas(t *testing.T) {
 			}
 			waitSteps(t, a, id, 3)
 			c.checkHolder(a, id)
-			ba.move.mu.Lock()
-			w := ba.move.wire
-			ba.move.mu.Unlock()
+			ba.src.move.mu.Lock()
+			w := ba.src.move.wire
+			ba.src.move.mu.Unlock()
 			t.Logf("move back: %d bytes sent, %d delta frames (%d of workspace files), %d requests by manifest, %d pre-copy rounds",
 				res.BytesSent, w.deltas, w.files, w.byMan, res.PrecopyRounds)
 			if w.byMan < 3 {
@@ -305,7 +305,7 @@ func TestMoveBackWithAndWithoutDeltas(t *testing.T) {
 				t.Errorf("%d delta frames sent with deltas off=%v", w.deltas, off)
 			}
 			sent[off] = res.BytesSent
-			aa, err := a.getAgent(id)
+			aa, err := a.getTenant(id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,7 +333,7 @@ func TestGuessedBaseFallsBack(t *testing.T) {
 		t.Fatalf("move: %+v", res)
 	}
 	waitSteps(t, b, id, 3)
-	aa := a.targetAgent(id)
+	aa := a.targetTenant(id)
 	aa.mu.Lock()
 	st, _ := aa.loadShadow()
 	aa.dropShadow()
@@ -351,10 +351,10 @@ func TestGuessedBaseFallsBack(t *testing.T) {
 	}
 	waitSteps(t, a, id, 3)
 	c.checkHolder(a, id)
-	ba, _ := b.getAgent(id)
-	ba.move.mu.Lock()
-	refused := ba.move.wire.refused[guess]
-	ba.move.mu.Unlock()
+	ba, _ := b.getTenant(id)
+	ba.src.move.mu.Lock()
+	refused := ba.src.move.wire.refused[guess]
+	ba.src.move.mu.Unlock()
 	if !refused {
 		t.Errorf("the guessed base %s was not refused by the target", guess.Short())
 	}

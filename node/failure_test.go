@@ -252,9 +252,9 @@ func TestLostActivateWaitsThenResolves(t *testing.T) {
 			if res := move(t, a, b, id); res.Outcome != api.OutcomeWaiting {
 				t.Fatalf("Move returned %+v, want outcome waiting", res)
 			}
-			ag, _ := a.getAgent(id)
+			ag, _ := a.getTenant(id)
 			ag.mu.Lock()
-			mr := ag.move
+			mr := ag.src.move
 			ag.mu.Unlock()
 			waitOutcome(t, mr, api.OutcomeWaiting)
 			time.Sleep(100 * time.Millisecond)
@@ -321,7 +321,7 @@ func TestShutdownFreezesAndRestartResumes(t *testing.T) {
 	waitSteps(t, n2, id, 3)
 	cl := &cluster{t: t, nodes: []*Node{n2}}
 	cl.checkHolder(n2, id)
-	a, _ := n2.getAgent(id)
+	a, _ := n2.getTenant(id)
 	events, _, _ := readJournal(n2.fsys, filepath.Join(a.capsule(), journalInCap))
 	var kinds []string
 	for _, e := range events {

@@ -145,12 +145,12 @@ func waitNoStaging(t *testing.T, cl *cluster, holder *Node, id string) {
 			if n == holder {
 				continue
 			}
-			a, err := n.getAgent(id)
+			a, err := n.getTenant(id)
 			if err != nil {
 				continue
 			}
 			a.mu.Lock()
-			if a.target.Pending() != nil || exists(n.fsys, a.path(stagingDir)) && !emptyDir(n, a.path(stagingDir)) {
+			if a.holder.Pending() != nil || exists(n.fsys, a.path(stagingDir)) && !emptyDir(n, a.path(stagingDir)) {
 				clean = false
 			}
 			a.mu.Unlock()

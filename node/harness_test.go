@@ -158,7 +158,7 @@ func (c *cluster) running(id string) []ID {
 	var out []ID
 	for _, n := range c.nodes {
 		n.mu.Lock()
-		a := n.agents[id]
+		a := n.tenants[id]
 		n.mu.Unlock()
 		if a == nil {
 			continue
@@ -183,7 +183,7 @@ func (c *cluster) checkHolder(holder *Node, id string) {
 	if got := c.running(id); len(got) != 1 || got[0] != holder.ID() {
 		t.Fatalf("runners of %s = %v, want exactly [%s]", id, got, holder.ID())
 	}
-	a, _ := holder.getAgent(id)
+	a, _ := holder.getTenant(id)
 	a.mu.Lock()
 	if err := a.stopLocked("check"); err != nil {
 		a.mu.Unlock()

@@ -13,10 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/google/go-cmp/cmp"
 )
 
 // pushBody is a push stream of one valid blob frame, or, if msg is not

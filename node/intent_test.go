@@ -18,10 +18,10 @@ func checkStaysStopped(t *testing.T, n *Node, id string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ag, err := n.getAgent(id)
+		ag, err := n.getTenant(id)
 		if err == nil {
 			ag.mu.Lock()
-			held, running, intent := ag.target.Holder() > 0 && exists(n.fsys, ag.capsule()), ag.run != nil, ag.meta.Run
+			held, running, intent := ag.holder.Holder() > 0 && exists(n.fsys, ag.capsule()), ag.run != nil, ag.meta.Run
 			ag.mu.Unlock()
 			if held && !running && !intent {
 				break
@@ -101,7 +101,7 @@ func TestStoppedAgentStaysStoppedWhenMoved(t *testing.T) {
 // unreferenced-blob warning (the new holder prunes after a move commits).
 func checkNoUnreferenced(t *testing.T, n *Node, id string) {
 	t.Helper()
-	ag, err := n.getAgent(id)
+	ag, err := n.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}

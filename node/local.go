@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/journal"
@@ -20,7 +19,7 @@ import (
 // or caches of incoming moves.
 func (n *Node) Info(ctx context.Context) (api.NodeInfo, error) {
 	n.mu.Lock()
-	agents := n.sortedAgents()
+	agents := n.sortedTenants()
 	n.mu.Unlock()
 	hosted := 0
 	for _, a := range agents {
@@ -68,7 +67,7 @@ func (n *Node) RemovePeer(ctx context.Context, id string) error {
 // Agents implements api.LocalService.
 func (n *Node) Agents(ctx context.Context) ([]api.AgentStatus, error) {
 	n.mu.Lock()
-	agents := n.sortedAgents()
+	agents := n.sortedTenants()
 	n.mu.Unlock()
 	out := []api.AgentStatus{}
 	for _, a := range agents {
@@ -83,7 +82,7 @@ func (n *Node) Agents(ctx context.Context) ([]api.AgentStatus, error) {
 
 // Agent implements api.LocalService.
 func (n *Node) Agent(ctx context.Context, id string) (api.AgentStatus, error) {
-	a, err := n.getAgent(id)
+	a, err := n.getTenant(id)
 	if err != nil {
 		return api.AgentStatus{}, err
 	}
@@ -107,7 +106,8 @@ func (n *Node) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (api
 		return api.AgentStatus{}, err
 	}
 	id := uid.String()
-	a := &agent{n: n, id: id, dir: filepath.Join(n.cfg.Dir, "agents", id), target: transfer.NewTarget(id, string(n.id))}
+	a := n.newTenant(id)
+	a.holder = transfer.NewTarget(id, string(n.id))
 	a.meta = agentMeta{Name: req.Name, Run: !req.Stopped}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -115,7 +115,7 @@ func (n *Node) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (api
 		return api.AgentStatus{}, fmt.Errorf("create agent: %w", err)
 	}
 	n.mu.Lock()
-	n.agents[id] = a
+	n.tenants[id] = a
 	n.mu.Unlock()
 	if a.meta.Run {
 		if err := a.startLocked(journal.KindResumed, journal.Resumed{Reason: "created"}); err != nil {
@@ -128,7 +128,7 @@ func (n *Node) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (api
 
 // create lays out the new agent: capsule, workspace, then the holder
 // record at epoch 1 (the last durable step: a node runs nothing without it).
-func (a *agent) create(from string, model *api.ModelRef) error {
+func (a *tenant) create(from string, model *api.ModelRef) error {
 	fsys := a.n.fsys
 	if err := vfs.MkdirAllDurable(fsys, a.dir, 0o700); err != nil {
 		return err
@@ -168,7 +168,7 @@ func (a *agent) create(from string, model *api.ModelRef) error {
 // StopAgent implements api.LocalService: the runner stops at a step
 // boundary and stays stopped across restarts.
 func (n *Node) StopAgent(ctx context.Context, id string) (api.AgentStatus, error) {
-	a, err := n.getAgent(id)
+	a, err := n.getTenant(id)
 	if err != nil {
 		return api.AgentStatus{}, err
 	}
@@ -187,14 +187,14 @@ func (n *Node) StopAgent(ctx context.Context, id string) (api.AgentStatus, error
 // StartAgent implements api.LocalService. It refuses unless this node holds
 // a valid holder record for the agent and no move keeps it frozen.
 func (n *Node) StartAgent(ctx context.Context, id string) (api.AgentStatus, error) {
-	a, err := n.getAgent(id)
+	a, err := n.getTenant(id)
 	if err != nil {
 		return api.AgentStatus{}, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.source != nil && a.source.PastNoReturn() {
-		st := a.source.State()
+	if a.src.machine != nil && a.src.machine.PastNoReturn() {
+		st := a.src.machine.State()
 		return api.AgentStatus{}, fmt.Errorf("%w: %s: move %s to %s is past the point of no return; `capsule move resolve` settles it", api.ErrConflict, id, st.Move, st.Peer)
 	}
 	if errors.Is(a.blocked, ErrJournalRefused) {
@@ -247,18 +247,18 @@ func (n *Node) Move(ctx context.Context, id string, req api.MoveRequest, progres
 
 // MoveStatus implements api.LocalService.
 func (n *Node) MoveStatus(ctx context.Context, id string) (api.MoveStatus, error) {
-	a, err := n.getAgent(id)
+	a, err := n.getTenant(id)
 	if err != nil {
 		return api.MoveStatus{}, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.move != nil {
-		return a.move.status(), nil
+	if a.src.move != nil {
+		return a.src.move.status(), nil
 	}
-	if a.source != nil {
-		st := a.source.State()
-		return api.MoveStatus{MoveID: st.Move, To: st.Peer, Epoch: st.Epoch, Phase: a.source.Phase(), Outcome: string(a.source.Outcome()), Reason: st.Note}, nil
+	if a.src.machine != nil {
+		st := a.src.machine.State()
+		return api.MoveStatus{MoveID: st.Move, To: st.Peer, Epoch: st.Epoch, Phase: a.src.machine.Phase(), Outcome: string(a.src.machine.Outcome()), Reason: st.Note}, nil
 	}
 	return api.MoveStatus{Phase: api.PhaseNone}, nil // never moved from this node: not an error
 }
@@ -270,23 +270,23 @@ func (n *Node) MoveStatus(ctx context.Context, id string) (api.MoveStatus, error
 // a rolled-back move still asking its target to discard its staging gives
 // that up (giveUpAbort), so that the agent may move again.
 func (n *Node) Resolve(ctx context.Context, id string, req api.ResolveRequest) (api.MoveStatus, error) {
-	a, err := n.getAgent(id)
+	a, err := n.getTenant(id)
 	if err != nil {
 		return api.MoveStatus{}, err
 	}
 	a.mu.Lock()
-	if a.source == nil {
+	if a.src.machine == nil {
 		a.mu.Unlock()
 		return api.MoveStatus{}, fmt.Errorf("%w: agent %s has no move to resolve", api.ErrNotFound, id)
 	}
-	if req.Force && a.source.Phase() == phaseAborting {
+	if req.Force && a.src.machine.Phase() == phaseAborting {
 		err := a.giveUpAbort(req.By)
-		st := a.source.State()
+		st := a.src.machine.State()
 		a.mu.Unlock()
 		if err != nil {
 			return api.MoveStatus{}, fmt.Errorf("%w: %v", api.ErrConflict, err)
 		}
-		return api.MoveStatus{MoveID: st.Move, To: st.Peer, Epoch: st.Epoch, Phase: a.source.Phase(), Outcome: string(transfer.OutcomeRolledBack), Reason: st.Note}, nil
+		return api.MoveStatus{MoveID: st.Move, To: st.Peer, Epoch: st.Epoch, Phase: a.src.machine.Phase(), Outcome: string(transfer.OutcomeRolledBack), Reason: st.Note}, nil
 	}
 	in := transfer.Input{Kind: transfer.InResolve}
 	if req.Force {
@@ -294,13 +294,13 @@ func (n *Node) Resolve(ctx context.Context, id string, req api.ResolveRequest) (
 		if by == "" {
 			by = "operator"
 		}
-		in = transfer.Input{Kind: transfer.InForce, Operator: by, Epoch: a.target.MaxEpoch() + 1}
+		in = transfer.Input{Kind: transfer.InForce, Operator: by, Epoch: a.holder.MaxEpoch() + 1}
 	}
-	if a.move == nil {
-		st := a.source.State()
-		a.move = newMoveRun(st.Move, ID(st.Peer), st.Epoch)
+	if a.src.move == nil {
+		st := a.src.machine.State()
+		a.src.move = newMoveRun(st.Move, ID(st.Peer), st.Epoch)
 	}
-	mr := a.move
+	mr := a.src.move
 	a.mu.Unlock()
 	mr.mu.Lock()
 	driving := mr.driving
@@ -322,27 +322,27 @@ const phaseAborting = "aborting"
 // epoch, only the target's staging is at stake, and the target discards
 // it when a newer offer reaches it. The source then lets a new move
 // start. Caller holds a.mu.
-func (a *agent) giveUpAbort(by string) error {
+func (a *tenant) giveUpAbort(by string) error {
 	budget := a.n.cfg.AbortRetries
 	if budget < 0 {
-		return fmt.Errorf("move %s: the abort is retried for ever (AbortRetries < 0); it ends when %s answers", a.source.State().Move, a.source.State().Peer)
+		return fmt.Errorf("move %s: the abort is retried for ever (AbortRetries < 0); it ends when %s answers", a.src.machine.State().Move, a.src.machine.State().Peer)
 	}
-	for i := 0; i <= budget && a.source.Phase() == phaseAborting; i++ {
-		a.source.Step(transfer.Input{Kind: transfer.InSendFailed}) // no records: a give-up changes nothing durable
+	for i := 0; i <= budget && a.src.machine.Phase() == phaseAborting; i++ {
+		a.src.machine.Step(transfer.Input{Kind: transfer.InSendFailed}) // no records: a give-up changes nothing durable
 	}
-	if !a.source.Done() {
-		return fmt.Errorf("move %s is still %s", a.source.State().Move, a.source.Phase())
+	if !a.src.machine.Done() {
+		return fmt.Errorf("move %s is still %s", a.src.machine.State().Move, a.src.machine.Phase())
 	}
 	if by == "" {
 		by = "operator"
 	}
-	a.n.log.Warn("abort given up", "agent", a.id, "move", a.source.State().Move, "target", a.source.State().Peer, "by", by)
+	a.n.log.Warn("abort given up", "agent", a.id, "move", a.src.machine.State().Move, "target", a.src.machine.State().Peer, "by", by)
 	return nil
 }
 
 // waitSettled waits until the move's driver has nothing left to do, or a
 // few retry intervals, and reports the move's status.
-func (n *Node) waitSettled(ctx context.Context, a *agent, mr *moveRun) (api.MoveStatus, error) {
+func (n *Node) waitSettled(ctx context.Context, a *tenant, mr *moveRun) (api.MoveStatus, error) {
 	for i := 0; i < 50; i++ {
 		mr.mu.Lock()
 		driving := mr.driving

@@ -37,12 +37,48 @@
 //
 // A move keeps O(workspace) and O(journal) work out of its frozen window:
 // the source records the workspace with a stat cache and builds the frozen
-// manifest in memory (record.go); the target verifies blobs as they
-// arrive, keeps its journal copy open with a running digest (incoming.go),
-// builds the shadow during pre-copy (shadow.go), and stages a move by
+// manifest in memory (source_inventory.go, store.RecordWork); the target
+// verifies blobs as they arrive (store.Disk), keeps its journal copy open
+// with a running digest (target_incoming.go), builds the shadow during
+// pre-copy (target_shadow.go, store.Checkout), and stages a move by
 // renaming the shadow, the CAS store and the journal copy into place and
 // applying only what changed, made durable in one batch of concurrent
-// syncs (batch.go).
+// syncs (target_stage.go, store.Batch).
+//
+// Where things are. Files are named for the role they serve, and read
+// top-down: no file refers to one above it (the type-checked graph of the
+// package's files has no cycle). At the bottom, state.go declares what the
+// Node and each tenant hold and the order their locks are taken, layout.go
+// the names in an agent's folder, node_env.go the Node helpers tenants
+// use. The roles still share package node, so one role's file may call
+// another's (the source's retire hands the workspace to the target side's
+// cache, for instance):
+//
+//   - The daemon: node.go (New, start and stop), config.go, local.go (the
+//     local API's handlers), peers.go, peerclient.go, peerconn.go, key.go,
+//     tls.go, secrets.go, metrics.go, report.go, capsule.go, render.go.
+//   - Hosting one agent (tenant*.go): the tenant's folder, records and
+//     loading (tenant.go), lifecycle and runner loop (tenant_run.go,
+//     tenant_runner.go), status (tenant_status.go), holder record logs
+//     (tenant_holder.go), journal (tenant_journal.go, tenant_attach.go),
+//     workspace record (tenant_record.go), recovery at start
+//     (tenant_recover.go), removal and peer use.
+//   - The source side of a move (source_*.go), state tenant.src
+//     (sourceSide, source_run.go): the driver (source_move.go), freeze and
+//     retire (source_freeze.go), inventories (source_inventory.go), pushes
+//     (source_push.go), delta frames it sends (source_delta.go) and the
+//     latest move's history (source_history.go).
+//   - The target side of a move (target_*.go), state tenant.tgt
+//     (targetSide, target_state.go): messages (target_message.go), pushes
+//     received (target_push.go), the journal copy (target_append.go,
+//     target_incoming.go), staging, prepare, promotion and reclaim
+//     (target_stage.go, target_prepare.go, target_promote.go,
+//     target_reclaim.go), the shadow (target_shadow.go), delta bases
+//     (target_delta.go) and the render ahead of a prepare
+//     (target_render.go).
+//   - The content-addressed store, stat cache, checkout engine, durable
+//     batches and delta encoding: package node/store, which knows nothing
+//     of agents or moves.
 package node
 
 import (
@@ -50,153 +86,18 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
-	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/schema"
-	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
 )
-
-// SocketFile is the local API socket's name inside the data folder.
-const SocketFile = "node.sock"
-
-// Config configures a node. Only Dir is required.
-type Config struct {
-	// Dir is the data folder.
-	Dir string
-	// FS is the file system (default vfs.OS{}).
-	FS vfs.FS
-	// Clock paces runners and retries and measures frozen windows (default: real time).
-	Clock Clock
-	// Entropy feeds key generation (default crypto/rand).
-	Entropy io.Reader
-	// Logger receives structured logs (default: discard).
-	Logger *slog.Logger
-	// Listen is the peer API's TCP address (e.g. "127.0.0.1:0"); empty: no listener.
-	Listen string
-	// Socket is the local API's unix socket path; empty: DIR/node.sock; "-": none.
-	Socket string
-	// MetricsAddr serves /metrics, /healthz and /readyz; empty: none.
-	MetricsAddr string
-	// Runner runs agents (default CounterRunner).
-	Runner Runner
-	// StepInterval is the pause between runner steps (default 50ms).
-	StepInterval time.Duration
-	// Policy drives pre-copy (default transfer.DefaultPolicy).
-	Policy transfer.Policy
-	// Retries is the attempts per request before the point of no return
-	// (default transfer.DefaultRetries).
-	Retries int
-	// AbortRetries bounds the failed attempts at cleaning up a rolled-back
-	// move's staging on its target (default transfer.DefaultAbortRetries;
-	// negative: retry for ever). Until the target answers or the budget
-	// runs out no new move of the agent may start; after that the target
-	// discards the abandoned staging when a newer offer reaches it.
-	AbortRetries int
-	// RequestTimeout bounds one peer request (default 30s).
-	RequestTimeout time.Duration
-	// RetryInterval paces resolve and abort retries (default 200ms).
-	RetryInterval time.Duration
-	// WrapTransport, if set, wraps the transport to each peer (tests use it
-	// to lose requests or replies of named calls).
-	WrapTransport func(peer ID, rt http.RoundTripper) http.RoundTripper
-	// Getenv reads the environment for secrets (default os.Getenv).
-	Getenv func(string) string
-	// Commit is the build's commit, recorded as the manifest's writer.
-	Commit string
-}
-
-func (c *Config) defaults() {
-	if c.FS == nil {
-		c.FS = vfs.OS{}
-	}
-	if c.Clock == nil {
-		c.Clock = realClock{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if c.Runner == nil {
-		c.Runner = CounterRunner{}
-	}
-	if c.StepInterval <= 0 {
-		c.StepInterval = 50 * time.Millisecond
-	}
-	if c.Policy == (transfer.Policy{}) {
-		c.Policy = transfer.DefaultPolicy
-	}
-	if c.RequestTimeout <= 0 {
-		c.RequestTimeout = 30 * time.Second
-	}
-	if c.AbortRetries == 0 {
-		c.AbortRetries = transfer.DefaultAbortRetries
-	}
-	if c.RetryInterval <= 0 {
-		c.RetryInterval = 200 * time.Millisecond
-	}
-	if c.Getenv == nil {
-		c.Getenv = os.Getenv
-	}
-	if c.Socket == "" {
-		c.Socket = filepath.Join(c.Dir, SocketFile)
-	}
-}
-
-// Node is a running Capsule node.
-type Node struct {
-	cfg     Config
-	fsys    vfs.FS
-	clock   Clock
-	log     *slog.Logger
-	key     *Key
-	id      ID
-	cert    tls.Certificate
-	peers   *Peers
-	secrets *Secrets
-	m       *metrics
-
-	mu      sync.Mutex
-	agents  map[string]*agent
-	clients map[ID]*api.PeerClient
-
-	addr        string
-	metricsAddr string
-	host        *capsule.Host // this process's lock of the data folder
-	started     string        // when it took it (RFC 3339)
-	sockInfo    os.FileInfo   // the socket this node created, nil if none
-	servers     []*http.Server
-	ready       atomic.Bool
-	closed      atomic.Bool
-
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-
-	hooks        nodeHooks
-	shadowsTaken atomic.Int64 // incoming moves staged from a shadow (tests read it)
-}
-
-// nodeHooks let tests and benchmarks act at fixed points of a move; the
-// zero value does nothing.
-type nodeHooks struct {
-	// beforeFreeze runs on the source when pre-copy ended, before the
-	// frozen window opens (the agent still runs).
-	beforeFreeze func(agent string)
-	// render replaces wire.Render in a target's prepare.
-	render renderFunc
-}
 
 var (
 	_ api.LocalService = (*Node)(nil)
@@ -215,7 +116,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	cfg.defaults()
 	n := &Node{cfg: cfg, fsys: cfg.FS, clock: cfg.Clock, log: cfg.Logger, m: newMetrics(),
-		agents: map[string]*agent{}, clients: map[ID]*api.PeerClient{}}
+		tenants: map[string]*tenant{}, clients: map[ID]*api.PeerClient{}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := vfs.MkdirAllDurable(n.fsys, cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("node: data folder: %w", err)
@@ -283,14 +184,6 @@ func (n *Node) MetricsAddr() string { return n.metricsAddr }
 // PeerList returns the node's peer list.
 func (n *Node) PeerList() *Peers { return n.peers }
 
-func (n *Node) writer() manifest.Writer {
-	return manifest.Writer{Release: schema.Release, Commit: n.cfg.Commit}
-}
-
-func (n *Node) sourceConfig() transfer.SourceConfig {
-	return transfer.SourceConfig{Policy: n.cfg.Policy, Retries: n.cfg.Retries, AbortRetries: n.cfg.AbortRetries}
-}
-
 func (n *Node) loadAgents() error {
 	dir := filepath.Join(n.cfg.Dir, "agents")
 	// Made now, so that what a refused peer request made for an agent the
@@ -308,7 +201,7 @@ func (n *Node) loadAgents() error {
 		case api.CheckID(api.AgentID, e.Name()) != nil: // never an agent: kept, not loaded
 			n.log.Warn("not an agent folder: its name is not an agent ID; left as it is", "folder", filepath.Join(dir, e.Name()))
 		default:
-			n.agents[e.Name()] = n.loadAgent(e.Name())
+			n.tenants[e.Name()] = n.loadTenant(e.Name())
 		}
 	}
 	return nil
@@ -432,7 +325,7 @@ func (n *Node) Close(ctx context.Context) error {
 	n.ready.Store(false)
 	n.mu.Lock()
 	servers := n.servers
-	agents := n.sortedAgents()
+	agents := n.sortedTenants()
 	n.mu.Unlock()
 	for _, s := range servers {
 		_ = s.Shutdown(ctx)
@@ -443,8 +336,8 @@ func (n *Node) Close(ctx context.Context) error {
 		if err := a.stopLocked("node shutdown"); err != nil {
 			errs = append(errs, err)
 		}
-		if a.target.Holder() > 0 && a.blocked == nil { // held here: the next start hashes only what changed
-			if err := a.saveStatCache(); err != nil {
+		if a.holder.Holder() > 0 && a.blocked == nil { // held here: the next start hashes only what changed
+			if err := a.cache.SaveFile(a.n.fsys, a.path(statCacheFile), a.work()); err != nil {
 				n.log.Warn("stat cache not saved", "agent", a.id, "err", err)
 			}
 		}
@@ -452,7 +345,7 @@ func (n *Node) Close(ctx context.Context) error {
 			_ = a.log.Close()
 		}
 		a.dropIncoming()
-		a.in.closeLog()
+		a.tgt.in.closeLog()
 		a.mu.Unlock()
 	}
 	n.cancel()
@@ -463,40 +356,4 @@ func (n *Node) Close(ctx context.Context) error {
 	}
 	n.log.Info("node stopped")
 	return errors.Join(errs...)
-}
-
-func (n *Node) sortedAgents() []*agent {
-	out := make([]*agent, 0, len(n.agents))
-	for _, a := range n.agents {
-		if !a.peer.provisional {
-			out = append(out, a)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	return out
-}
-
-// getAgent returns the agent with the given ID, or an error wrapping api.ErrNotFound.
-func (n *Node) getAgent(id string) (*agent, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	a, ok := n.agents[id]
-	if !ok {
-		return nil, fmt.Errorf("%w: agent %s", api.ErrNotFound, id)
-	}
-	return a, nil
-}
-
-// targetAgent returns the agent for an incoming request, creating an entry
-// for an agent this node has never seen (it persists nothing until the
-// Target asks it to).
-func (n *Node) targetAgent(id string) *agent {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	a, ok := n.agents[id]
-	if !ok {
-		a = n.newTargetAgent(id)
-		n.agents[id] = a
-	}
-	return a
 }

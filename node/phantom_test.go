@@ -7,11 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/transfer"
+	"github.com/google/go-cmp/cmp"
 )
 
 // peerPair is a linked source a and target b (at dir), with a's client of b.

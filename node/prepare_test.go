@@ -14,6 +14,7 @@ import (
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/node/store/storetest"
 	"github.com/agentcapsule/capsule/render"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
@@ -108,7 +109,7 @@ func TestMoveWorkspaceIsACheckout(t *testing.T) {
 			var want []string
 			a.hooks.beforeFreeze = func(agent string) {
 				changeTestWorkspace(t, a, agent)
-				want = listTree(t, a.fsys, filepath.Join(a.cfg.Dir, "agents", agent, workDir))
+				want = storetest.ListTree(t, a.fsys, filepath.Join(a.cfg.Dir, "agents", agent, workDir))
 			}
 			if res := move(t, a, b, id); res.Outcome != api.OutcomeCommitted {
 				t.Fatalf("move: %+v", res)
@@ -116,15 +117,15 @@ func TestMoveWorkspaceIsACheckout(t *testing.T) {
 			if _, err := b.StopAgent(t.Context(), id); err != nil {
 				t.Fatal(err)
 			}
-			ag, _ := b.getAgent(id)
-			if diff := cmp.Diff(want, listTree(t, b.fsys, ag.work())); diff != "" {
+			ag, _ := b.getTenant(id)
+			if diff := cmp.Diff(want, storetest.ListTree(t, b.fsys, ag.work())); diff != "" {
 				t.Errorf("target workspace differs from the frozen source's (-source +target):\n%s", diff)
 			}
 			fresh := filepath.Join(t.TempDir(), "fresh")
 			if err := checkoutCapsule(b.fsys, ag.capsule(), fresh); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(listTree(t, b.fsys, fresh), listTree(t, b.fsys, ag.work())); diff != "" {
+			if diff := cmp.Diff(storetest.ListTree(t, b.fsys, fresh), storetest.ListTree(t, b.fsys, ag.work())); diff != "" {
 				t.Errorf("target workspace differs from a checkout of its capsule (-checkout +target):\n%s", diff)
 			}
 			if probs := verifyCapsule(b.fsys, ag.capsule()); len(probs) > 0 {
@@ -159,12 +160,12 @@ func TestStagingDurableBeforePrepared(t *testing.T) {
 	}
 	b.Close(context.Background())
 	b2 := newNode(t, b.cfg.Dir, nodeOpts{fsys: durable})
-	ag, err := b2.getAgent(id)
+	ag, err := b2.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ag.mu.Lock()
-	p := ag.target.Pending()
+	p := ag.holder.Pending()
 	ag.mu.Unlock()
 	if p == nil || p.Phase != transfer.PhasePrepared {
 		t.Fatalf("restarted target's pending move = %+v, want prepared", p)
@@ -177,7 +178,7 @@ func TestStagingDurableBeforePrepared(t *testing.T) {
 	if err := checkoutCapsule(durable, staged, fresh); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(listTree(t, durable, fresh), listTree(t, durable, ag.staging(p.Move, workDir))); diff != "" {
+	if diff := cmp.Diff(storetest.ListTree(t, durable, fresh), storetest.ListTree(t, durable, ag.staging(p.Move, workDir))); diff != "" {
 		t.Fatalf("durable staged workspace is not a checkout (-checkout +staged):\n%s", diff)
 	}
 	reply, err := ag.handle(transfer.Message{Type: transfer.MsgActivate, Agent: id, Move: p.Move, Epoch: p.Epoch, From: string(a.ID()), To: string(b2.ID())})
@@ -284,21 +285,21 @@ func TestShadowBlobLostFromStore(t *testing.T) {
 		if removed != "" {
 			return
 		}
-		bag, err := b.getAgent(agent)
+		bag, err := b.getTenant(agent)
 		if err != nil {
 			t.Error(err)
 			return
 		}
 		bag.mu.Lock()
 		defer bag.mu.Unlock()
-		if bag.shadow == nil {
+		if bag.tgt.shadow == nil {
 			t.Error("no shadow on the target after pre-copy")
 			return
 		}
-		for _, e := range bag.shadow.snap.Entries {
+		for _, e := range bag.tgt.shadow.snap.Entries {
 			if e.Type == capsule.TypeFile {
 				removed = e.Blob.Short()
-				if err := b.fsys.Remove(bag.cas().path(e.Blob)); err != nil {
+				if err := b.fsys.Remove(bag.cas().Path(e.Blob)); err != nil {
 					t.Error(err)
 				}
 				return
@@ -323,7 +324,7 @@ func TestShadowBlobLostFromStore(t *testing.T) {
 	case res.Outcome != api.OutcomeCommitted:
 		t.Fatalf("move with %s lost from the target's store: %+v", removed, res)
 	}
-	ag, _ := b.getAgent(id)
+	ag, _ := b.getTenant(id)
 	if r := verifySettled(t, b.fsys, ag.capsule()); len(r.Problems) > 0 || len(unreferenced(r)) > 0 {
 		t.Errorf("target capsule: problems %v, unreferenced blobs %v", r.Problems, unreferenced(r))
 	}
@@ -334,16 +335,16 @@ func TestShadowBlobLostFromStore(t *testing.T) {
 // test if it does not within 10s.
 func waitSourceDone(t *testing.T, n *Node, id string) {
 	t.Helper()
-	ag, err := n.getAgent(id)
+	ag, err := n.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	phase := ""
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		ag.mu.Lock()
-		done := ag.source == nil || ag.source.Done()
-		if ag.source != nil {
-			phase = ag.source.Phase()
+		done := ag.src.machine == nil || ag.src.machine.Done()
+		if ag.src.machine != nil {
+			phase = ag.src.machine.Phase()
 		}
 		ag.mu.Unlock()
 		if done {

@@ -40,7 +40,7 @@ func TestMovesLeaveNoUnreferencedBlobs(t *testing.T) {
 		if res := move(t, from, to, id); res.Outcome != api.OutcomeCommitted {
 			t.Fatalf("move %d: %+v", i, res)
 		}
-		ag, _ := to.getAgent(id)
+		ag, _ := to.getTenant(id)
 		var r *capsule.Report
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			var err error

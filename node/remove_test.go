@@ -133,11 +133,11 @@ func TestRemoveRefusedMidMove(t *testing.T) {
 
 // agentPending reports whether n's target of agent id has a pending move.
 func (n *Node) agentPending(id string) bool {
-	a, err := n.getAgent(id)
+	a, err := n.getTenant(id)
 	if err != nil {
 		return false
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.target.Pending() != nil || a.in != nil
+	return a.holder.Pending() != nil || a.tgt.in != nil
 }

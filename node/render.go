@@ -130,23 +130,6 @@ func warmRender(events []journal.Event, fn renderFunc) {
 	_, _, _ = fn([]journal.Event{e}, t)
 }
 
-// renderReport returns what the prepare of the move named by the message
-// rendered, if it is this agent's current incoming move.
-func (a *agent) renderReport(am api.Message) *api.RenderReport {
-	var m struct {
-		Move string `json:"move"`
-	}
-	if json.Unmarshal(am.Body, &m) != nil {
-		return nil
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.in == nil || a.in.move != m.Move {
-		return nil
-	}
-	return a.in.render
-}
-
 // The render a prepare must do is the longest piece of work inside the
 // frozen window (a full render of a long journal takes tens of
 // milliseconds). A target therefore starts it as soon as the journal copy
@@ -167,45 +150,4 @@ type journalKey struct {
 func keyOfLog(l *eventLog) journalKey {
 	s := l.Summary()
 	return journalKey{events: s.Events, bytes: s.Bytes, digest: string(s.Digest)}
-}
-
-// aheadRender is a render of the journal copy started ahead of the
-// prepare that needs it.
-type aheadRender struct {
-	key  journalKey
-	done chan struct{} // closed when rep and err are set
-	rep  *api.RenderReport
-	err  error
-}
-
-// renderAhead starts rendering the journal copy in the background unless
-// a render of exactly that journal is already under way. Caller holds a.mu.
-func (a *agent) renderAhead() {
-	l := a.inc
-	if l == nil || len(l.events) == 0 {
-		return
-	}
-	key := keyOfLog(l.log)
-	if key.events != int64(len(l.events)) || (a.ahead != nil && a.ahead.key == key) {
-		return
-	}
-	r := &aheadRender{key: key, done: make(chan struct{})}
-	events := l.events[:len(l.events):len(l.events)] // appends never write into what it reads
-	fn, now := a.n.hooks.render, a.n.clock.Now
-	go func() {
-		defer close(r.done)
-		r.rep, r.err = renderJournal(events, fn, now)
-	}()
-	a.ahead = r
-}
-
-// takeAhead returns the render ahead of the journal key, if one was
-// started, and forgets it. Caller holds a.mu.
-func (a *agent) takeAhead(key journalKey) *aheadRender {
-	r := a.ahead
-	a.ahead = nil
-	if r == nil || r.key != key {
-		return nil
-	}
-	return r
 }

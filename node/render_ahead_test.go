@@ -57,9 +57,9 @@ func TestTakeAheadNeedsTheSameJournal(t *testing.T) {
 		{"same size, other digest", journalKey{events: 10, bytes: 1000, digest: "sha256:cc"}, false},
 	} {
 		r := &aheadRender{key: k, done: make(chan struct{})}
-		a := &agent{ahead: r}
-		if got := a.takeAhead(c.key); (got == r) != c.want || a.ahead != nil {
-			t.Errorf("%s: takeAhead = %v (want taken %v), left %v", c.name, got, c.want, a.ahead)
+		a := &tenant{tgt: &targetSide{ahead: r}}
+		if got := a.takeAhead(c.key); (got == r) != c.want || a.tgt.ahead != nil {
+			t.Errorf("%s: takeAhead = %v (want taken %v), left %v", c.name, got, c.want, a.tgt.ahead)
 		}
 	}
 }

@@ -35,7 +35,7 @@ func (r AgentReport) OK() bool {
 // agent first for a report of a quiet capsule; a running agent's journal
 // may hold events past the last commit (they are checked by chain).
 func (n *Node) Report(id string, tail int) (AgentReport, error) {
-	a, err := n.getAgent(id)
+	a, err := n.getTenant(id)
 	if err != nil {
 		return AgentReport{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/node/store"
 )
 
 // statOf returns what a rewrite of a file would change: inode, ctime and
@@ -19,7 +20,7 @@ func statOf(t *testing.T, path string) [3]int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ino, ctime := inodeOf(fi)
+	ino, ctime := store.InodeOf(fi)
 	return [3]int64{int64(ino), ctime, fi.ModTime().UnixNano()}
 }
 
@@ -52,7 +53,7 @@ func TestRetiredWorkspaceIsShadowOfMoveBack(t *testing.T) {
 		}
 	}
 	id := createAgent(t, a, ws)
-	ag, err := a.getAgent(id)
+	ag, err := a.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,19 +94,19 @@ func TestRetiredWorkspaceIsShadowOfMoveBack(t *testing.T) {
 
 // cachedNow reports whether the stat cache of ag vouches for the workspace
 // file rel as it is now, without hashing anything.
-func cachedNow(t *testing.T, ag *agent, rel string) bool {
+func cachedNow(t *testing.T, ag *tenant, rel string) bool {
 	t.Helper()
 	fi, err := os.Stat(filepath.Join(ag.work(), filepath.FromSlash(rel)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, ok := ag.cache.lookup(rel, keyOf(fi))
+	_, ok := ag.cache.Lookup(rel, store.KeyOf(fi))
 	return ok
 }
 
 // The new holder's stat cache learns the workspace it materialized: files
 // written too recently to be trusted at once are hashed again in the
-// background once racyWindow has passed, so the next freeze hashes none
+// background once store.RacyWindow has passed, so the next freeze hashes none
 // of the unchanged files.
 func TestNewHolderCacheVouchesForCheckout(t *testing.T) {
 	c := newCluster(t, nodeOpts{}, nodeOpts{})
@@ -119,11 +120,11 @@ func TestNewHolderCacheVouchesForCheckout(t *testing.T) {
 		t.Fatalf("move A -> B: %+v", res)
 	}
 	waitSteps(t, b, id, 3)
-	ag, err := b.getAgent(id)
+	ag, err := b.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(racyWindow + 3*time.Second)
+	deadline := time.Now().Add(store.RacyWindow + 3*time.Second)
 	for {
 		ag.mu.Lock()
 		ok := cachedNow(t, ag, "big.bin")
@@ -132,7 +133,7 @@ func TestNewHolderCacheVouchesForCheckout(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("B's stat cache does not vouch for big.bin %v after the move", racyWindow+3*time.Second)
+			t.Fatalf("B's stat cache does not vouch for big.bin %v after the move", store.RacyWindow+3*time.Second)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -4,10 +4,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestSnapAhead: a parse started ahead is what parseSnapshot returns for

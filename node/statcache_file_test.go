@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/node/store"
 )
 
 // statCacheAgent creates an agent from a workspace of n files on a node in
@@ -49,18 +50,18 @@ func recordAfterRestart(t *testing.T, dir, id string) (*capsule.Snapshot, int) {
 	if _, err := nd.StopAgent(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
-	a, err := nd.getAgent(id)
+	a, err := nd.getTenant(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	hits := a.cache.hitCount()
+	hits := a.cache.HitCount()
 	rec, err := a.record()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rec.snap, a.cache.hitCount() - hits
+	return rec.Snap, a.cache.HitCount() - hits
 }
 
 // TestStatCacheSurvivesRestart checks that the stat cache a stopping node
@@ -71,8 +72,8 @@ func TestStatCacheSurvivesRestart(t *testing.T) {
 	id, work := statCacheAgent(t, dir, 40)
 	// The files were hashed as soon as they were written: racily clean,
 	// the cache does not vouch for them. A record once they are older
-	// than racyWindow hashes them again, and a stopping node saves that.
-	time.Sleep(racyWindow + 50*time.Millisecond)
+	// than store.RacyWindow hashes them again, and a stopping node saves that.
+	time.Sleep(store.RacyWindow + 50*time.Millisecond)
 	recordAfterRestart(t, dir, id)
 	closeNodes(t)
 	snap, hits := recordAfterRestart(t, dir, id)
@@ -89,7 +90,7 @@ func TestStatCacheSurvivesRestart(t *testing.T) {
 func TestStatCacheDistrustsFilesChangedWhileDown(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "n")
 	id, work := statCacheAgent(t, dir, 10)
-	time.Sleep(racyWindow + 50*time.Millisecond)
+	time.Sleep(store.RacyWindow + 50*time.Millisecond)
 	for _, name := range []string{"f003", "f007"} {
 		p := filepath.Join(work, "d", name)
 		fi, err := os.Stat(p)

@@ -355,7 +355,7 @@ func TestForgedCommittedJournalIsRefused(t *testing.T) {
 }
 
 func c0Running(n *Node, id string) bool {
-	a, err := n.getAgent(id)
+	a, err := n.getTenant(id)
 	if err != nil {
 		return false
 	}
@@ -435,7 +435,7 @@ func TestOpenJournalRefencedAtNewEpoch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := n.getAgent(st.ID)
+	a, err := n.getTenant(st.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

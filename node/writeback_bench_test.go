@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -196,14 +197,14 @@ func BenchmarkCASReceive(b *testing.B) {
 	b.SetBytes(int64(k) << 20)
 	b.ResetTimer()
 	for i := range b.N {
-		c := cas{fsys: vfs.OS{}, dir: filepath.Join(b.TempDir(), fmt.Sprint("cas", i))}
+		c := store.Disk{FS: vfs.OS{}, Dir: filepath.Join(b.TempDir(), fmt.Sprint("cas", i))}
 		fin := newFinisher()
 		for j := range blobs {
-			pb, _, err := c.write(ds[j], bytes.NewReader(blobs[j]))
+			pb, _, err := c.Write(ds[j], bytes.NewReader(blobs[j]))
 			if err != nil {
 				b.Fatal(err)
 			}
-			fin.do(pb.finish)
+			fin.do(pb.Finish)
 		}
 		if err := fin.wait(); err != nil {
 			b.Fatal(err)

@@ -1,0 +1,98 @@
+package node
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentcapsule/capsule/transfer"
+	"github.com/agentcapsule/capsule/vfs"
+)
+
+// SocketFile is the local API socket's name inside the data folder.
+const SocketFile = "node.sock"
+
+// Config configures a node. Only Dir is required.
+type Config struct {
+	// Dir is the data folder.
+	Dir string
+	// FS is the file system (default vfs.OS{}).
+	FS vfs.FS
+	// Clock paces runners and retries and measures frozen windows (default: real time).
+	Clock Clock
+	// Entropy feeds key generation (default crypto/rand).
+	Entropy io.Reader
+	// Logger receives structured logs (default: discard).
+	Logger *slog.Logger
+	// Listen is the peer API's TCP address (e.g. "127.0.0.1:0"); empty: no listener.
+	Listen string
+	// Socket is the local API's unix socket path; empty: DIR/node.sock; "-": none.
+	Socket string
+	// MetricsAddr serves /metrics, /healthz and /readyz; empty: none.
+	MetricsAddr string
+	// Runner runs agents (default CounterRunner).
+	Runner Runner
+	// StepInterval is the pause between runner steps (default 50ms).
+	StepInterval time.Duration
+	// Policy drives pre-copy (default transfer.DefaultPolicy).
+	Policy transfer.Policy
+	// Retries is the attempts per request before the point of no return
+	// (default transfer.DefaultRetries).
+	Retries int
+	// AbortRetries bounds the failed attempts at cleaning up a rolled-back
+	// move's staging on its target (default transfer.DefaultAbortRetries;
+	// negative: retry for ever). Until the target answers or the budget
+	// runs out no new move of the agent may start; after that the target
+	// discards the abandoned staging when a newer offer reaches it.
+	AbortRetries int
+	// RequestTimeout bounds one peer request (default 30s).
+	RequestTimeout time.Duration
+	// RetryInterval paces resolve and abort retries (default 200ms).
+	RetryInterval time.Duration
+	// WrapTransport, if set, wraps the transport to each peer (tests use it
+	// to lose requests or replies of named calls).
+	WrapTransport func(peer ID, rt http.RoundTripper) http.RoundTripper
+	// Getenv reads the environment for secrets (default os.Getenv).
+	Getenv func(string) string
+	// Commit is the build's commit, recorded as the manifest's writer.
+	Commit string
+}
+
+func (c *Config) defaults() {
+	if c.FS == nil {
+		c.FS = vfs.OS{}
+	}
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Runner == nil {
+		c.Runner = CounterRunner{}
+	}
+	if c.StepInterval <= 0 {
+		c.StepInterval = 50 * time.Millisecond
+	}
+	if c.Policy == (transfer.Policy{}) {
+		c.Policy = transfer.DefaultPolicy
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 30 * time.Second
+	}
+	if c.AbortRetries == 0 {
+		c.AbortRetries = transfer.DefaultAbortRetries
+	}
+	if c.RetryInterval <= 0 {
+		c.RetryInterval = 200 * time.Millisecond
+	}
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
+	if c.Socket == "" {
+		c.Socket = filepath.Join(c.Dir, SocketFile)
+	}
+}

@@ -1,0 +1,104 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/agentcapsule/capsule/envspec"
+	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/store"
+	"github.com/agentcapsule/capsule/schema"
+	"github.com/agentcapsule/capsule/transfer"
+	"github.com/agentcapsule/capsule/vfs"
+)
+
+// prepare is ActPrepare: it checks this node can run the staged agent
+// (every schema version readable, every secret the environment names
+// available here, the journal renders for the agent's current model),
+// brings the staged workspace from the shadow's state to the move's (only
+// the files that differ), and makes the whole staging durable in one
+// batch of concurrent syncs: PREPARED, which the Target persists next,
+// may only follow a durable staging (docs/PROTOCOL.md §5).
+func (a *tenant) prepare(act transfer.Action) []string {
+	in := a.tgt.in
+	if in == nil || in.move != act.Move || in.snap == nil || in.rendered == nil {
+		return []string{"prepare: the move's staging is not verified"}
+	}
+	var probs []string
+	for _, k := range schema.Kinds {
+		if v, ok := in.m.Schemas[k]; ok && !schema.CanRead(k, v) {
+			probs = append(probs, fmt.Sprintf("schema %s version %d is not readable by release %s", k, v, schema.Release))
+		}
+	}
+	probs = append(probs, a.secretProblems(in.capsule())...)
+	if len(probs) > 0 {
+		return probs
+	}
+	opened := make(chan error, 1)
+	go func() {
+		var err error
+		if in.log == nil { // the journal copy is normally staged open
+			in.log, err = openEventLog(a.n.fsys, filepath.Join(in.capsule(), filepath.FromSlash(manifest.JournalPath)), string(a.n.id), act.Epoch, in.m.Journal.Bytes)
+		}
+		opened <- err
+	}()
+	err := store.Checkout(a.n.fsys, in.blobFolder(), filepath.Join(in.dir, workDir), in.base, in.snap, &in.batch)
+	if err == nil {
+		err = a.noteMeta(in, !act.Stopped)
+	}
+	if err == nil {
+		err = in.batch.Flush(a.n.fsys)
+	}
+	rerr, oerr := <-in.rendered, <-opened
+	switch {
+	case err != nil:
+		return []string{"staging: " + err.Error()}
+	case rerr != nil:
+		return []string{rerr.Error()}
+	case oerr != nil:
+		return []string{"journal: " + oerr.Error()}
+	}
+	return nil
+}
+
+// noteMeta writes agent.json, if it changes, with the staging: its name,
+// and whether the operator wants it running once the move activates (run,
+// the intent the prepare carried). It grants nothing by itself: only a
+// holder record lets a node run an agent.
+func (a *tenant) noteMeta(in *inMove, run bool) error {
+	meta := agentMeta{Name: in.m.Agent.Name, Run: run}
+	if meta == a.meta && exists(a.n.fsys, a.path(agentMetaFile)) {
+		return nil
+	}
+	b, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := in.batch.WriteAtomic(a.n.fsys, a.path(agentMetaFile), append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	a.meta = meta
+	return nil
+}
+
+// secretProblems names the secrets the staged environment needs that this
+// node lacks. Only names appear: values are never read into a message.
+func (a *tenant) secretProblems(dir string) []string {
+	b, err := vfs.ReadFile(a.n.fsys, filepath.Join(dir, filepath.FromSlash(manifest.EnvironmentPath)))
+	if err != nil {
+		return []string{"environment: " + err.Error()}
+	}
+	spec, err := envspec.Parse(b)
+	if err != nil {
+		return []string{"environment: " + err.Error()}
+	}
+	names := append([]string(nil), spec.Secrets...)
+	for _, t := range spec.Tools {
+		names = append(names, t.Secrets...)
+	}
+	if missing := a.n.secrets.Missing(names); len(missing) > 0 {
+		return []string{(&MissingSecretsError{Names: missing}).Error()}
+	}
+	return nil
+}

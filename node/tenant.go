@@ -1,0 +1,124 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/agentcapsule/capsule/node/store"
+	"github.com/agentcapsule/capsule/transfer"
+	"github.com/agentcapsule/capsule/vfs"
+)
+
+// ErrNotHeld is returned for an operation that needs this node to hold the agent.
+var ErrNotHeld = errors.New("node: agent not held here")
+
+// newTenant returns the record of agent id, empty: no holder record yet.
+func (n *Node) newTenant(id string) *tenant {
+	return &tenant{n: n, id: id, dir: filepath.Join(n.cfg.Dir, "agents", id), src: &sourceSide{}, tgt: &targetSide{}}
+}
+
+func (a *tenant) path(elem ...string) string {
+	return filepath.Join(append([]string{a.dir}, elem...)...)
+}
+
+func (a *tenant) capsule() string { return a.path(capsuleDir) }
+func (a *tenant) work() string    { return a.path(workDir) }
+func (a *tenant) cas() store.Disk { return store.Disk{FS: a.n.fsys, Dir: a.path(casDir)} }
+
+// persist makes records durable, in order: the transfer package's one rule.
+func (a *tenant) persist(recs []transfer.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := vfs.MkdirAllDurable(a.n.fsys, a.dir, 0o700); err != nil {
+		return fmt.Errorf("persist: %w", err)
+	}
+	for _, rec := range recs {
+		name := SourceFile
+		if rec.Target != nil {
+			name = HolderFile
+		}
+		if err := saveRecord(a.n.fsys, a.path(name), Sign(a.n.key, rec)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *tenant) saveMeta() error {
+	b, err := json.MarshalIndent(a.meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	return vfs.WriteFile(a.n.fsys, a.path(agentMetaFile), append(b, '\n'), 0o600)
+}
+
+// stepTarget feeds in to the agent's Target and persists its records. On a
+// persist failure the Target is rolled back and nothing of the Ready is done.
+func (a *tenant) stepTarget(in transfer.Input) (transfer.Ready, error) {
+	rd := a.holder.Step(in)
+	if err := a.persist(rd.Records); err != nil {
+		a.holder.Step(transfer.Input{Kind: transfer.InPersistFailed})
+		return transfer.Ready{}, err
+	}
+	return rd, nil
+}
+
+// wallTime is the informational time of journal events.
+func (n *Node) wallTime() string { return n.clock.Now().UTC().Format(time.RFC3339Nano) }
+
+// loadTenant rebuilds an agent from its folder, failing closed: an agent
+// whose holder record is missing or invalid is known but blocked.
+func (n *Node) loadTenant(id string) *tenant {
+	a := n.newTenant(id)
+	// Unsynced blobs of a process that stopped: a crash may have torn them.
+	_ = n.fsys.RemoveAll(a.path(freshDir))
+	if b, err := vfs.ReadFile(n.fsys, a.path(agentMetaFile)); err == nil {
+		_ = json.Unmarshal(b, &a.meta)
+	}
+	t, err := LoadTarget(n.fsys, a.path(HolderFile), n.id, id)
+	if errors.Is(err, ErrNoHolder) && !exists(n.fsys, a.capsule()) {
+		// Only pre-copied blobs arrived: no promise was ever made for this
+		// agent, so there is nothing to fence and nothing to run.
+		a.holder = transfer.NewTarget(id, string(n.id))
+		return a
+	}
+	if err != nil {
+		a.blocked = err
+		a.holder = transfer.NewTarget(id, string(n.id))
+		return a
+	}
+	a.holder = t
+	if t.Holder() > 0 {
+		if k, err := a.cache.LoadFile(a.n.fsys, a.path(statCacheFile), a.work()); err != nil {
+			n.log.Warn("stat cache not loaded", "agent", id, "err", err)
+		} else if k > 0 {
+			n.log.Debug("stat cache loaded", "agent", id, "files", k)
+		}
+	}
+	return a
+}
+
+func exists(fsys vfs.FS, path string) bool {
+	_, err := fsys.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// ctxDone reports whether ctx is cancelled.
+func ctxDone(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func (a *tenant) staging(move string, elem ...string) string {
+	return a.path(append([]string{stagingDir, move}, elem...)...)
+}

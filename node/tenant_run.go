@@ -1,0 +1,223 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/agentcapsule/capsule/capsule"
+	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/transfer"
+)
+
+// mayRun reports the epoch this node may run the agent at, from its
+// durable records alone: a verified holder record and no move keeping it
+// frozen (transfer.MayRun).
+func (a *tenant) mayRun() (uint64, bool) {
+	if a.blocked != nil || a.holder == nil {
+		return 0, false
+	}
+	return transfer.MayRun(a.holder, a.src.machine)
+}
+
+// startLocked opens the journal and starts the runner, appending ev (a
+// lifecycle event) first. It refuses unless mayRun allows it.
+func (a *tenant) startLocked(kind journal.Kind, body any) error {
+	if a.run != nil {
+		return nil
+	}
+	epoch, ok := a.mayRun()
+	if !ok {
+		return fmt.Errorf("%w: %s (%s)", ErrNotHeld, a.id, a.why())
+	}
+	if err := a.openLog(epoch); err != nil {
+		return a.refuse(err)
+	}
+	if _, err := a.log.Append(kind, epoch, a.n.wallTime(), body); err != nil {
+		if errors.Is(err, journal.ErrStaleEpoch) {
+			return a.refuse(err)
+		}
+		return err
+	}
+	return a.runLocked()
+}
+
+// ErrJournalRefused marks an agent the node will not run because its
+// journal does not check out: a broken chain, a bad id, an event under an
+// epoch above the holder's, a committed prefix that does not match the
+// manifest (docs/FORMAT.md §7.7).
+var ErrJournalRefused = errors.New("node: journal refused")
+
+// refuse blocks the agent because its journal was refused (err), so that
+// status shows why it does not run; `agent start` tries again.
+func (a *tenant) refuse(err error) error {
+	a.blocked = fmt.Errorf("%w: %w", ErrJournalRefused, err)
+	if a.log != nil {
+		_ = a.log.Close()
+		a.log = nil
+	}
+	a.n.log.Error("agent blocked: journal refused", "agent", a.id, "err", err)
+	return a.blocked
+}
+
+// runLocked starts the runner on the open journal, after the lifecycle
+// event that says why is durable. It refuses unless mayRun allows it.
+func (a *tenant) runLocked() error {
+	if a.run != nil {
+		return nil
+	}
+	epoch, ok := a.mayRun()
+	if !ok || a.log == nil {
+		return fmt.Errorf("%w: %s (%s)", ErrNotHeld, a.id, a.why())
+	}
+	rl := &runLoop{stop: make(chan struct{}), done: make(chan struct{})}
+	a.run = rl
+	a.n.wg.Add(1)
+	go a.loop(rl, epoch)
+	a.n.log.Info("agent running", "agent", a.id, "epoch", epoch)
+	return nil
+}
+
+// openLog opens the journal for appending under epoch, or re-fences the
+// open one at epoch. A journal is opened only after its committed prefix
+// matches the manifest (checkJournal); one that holds an event under an
+// epoch above the holder's is refused.
+func (a *tenant) openLog(epoch uint64) error {
+	if a.log != nil {
+		a.log.Fence(epoch)
+		return nil
+	}
+	m, err := checkJournal(a.n.fsys, a.capsule())
+	if err != nil {
+		return err
+	}
+	l, err := openEventLog(a.n.fsys, filepath.Join(a.capsule(), journalInCap), string(a.n.id), epoch, m.Journal.Bytes)
+	if err != nil {
+		return err
+	}
+	if fence := l.Epoch(); fence > epoch {
+		_ = l.Close()
+		return fmt.Errorf("%w: the journal holds an event under epoch %d, above the holder epoch %d", journal.ErrStaleEpoch, fence, epoch)
+	}
+	for _, q := range l.Quarantined() {
+		a.n.log.Warn("journal: torn last line set aside", "agent", a.id, "file", q.Path, "line", q.Line, "reason", q.Reason)
+	}
+	a.log = l
+	return nil
+}
+
+// stopLocked stops the runner at a step boundary, journals why, and commits
+// the capsule (workspace snapshot, journal summary, holder) so that what is
+// on disk is complete. It is a no-op when the runner is not running.
+func (a *tenant) stopLocked(reason string) error {
+	if stopped, err := a.haltLocked(reason); !stopped || err != nil {
+		return err
+	}
+	return a.commitLocked()
+}
+
+// haltLocked stops the runner at a step boundary and journals why (the
+// event is durable when it returns). It reports whether the runner was
+// running.
+func (a *tenant) haltLocked(reason string) (bool, error) {
+	if a.run == nil {
+		return false, nil
+	}
+	close(a.run.stop)
+	<-a.run.done
+	a.run = nil
+	epoch := a.holder.Holder()
+	if _, err := a.log.Append(journal.KindFrozen, epoch, a.n.wallTime(), journal.Frozen{Reason: reason}); err != nil {
+		return true, err
+	}
+	a.n.log.Info("agent frozen", "agent", a.id, "epoch", epoch, "reason", reason)
+	return true, nil
+}
+
+// commitLocked records the workspace into the capsule (blobs first, only
+// files changed since the last record are hashed) and commits the manifest
+// with this node as holder and the journal summary.
+func (a *tenant) commitLocked() error {
+	c, err := capsule.Open(a.n.fsys, a.capsule(), capsule.Config{Writer: a.n.writer()})
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", a.id, err)
+	}
+	rec, err := a.record()
+	if err == nil {
+		err = a.storeRecord(c.Blobs(), rec)
+	}
+	if err != nil {
+		return fmt.Errorf("commit %s: %w", a.id, err)
+	}
+	holder := manifest.Holder{Node: string(a.n.id), Epoch: a.holder.Holder()}
+	if err := commitCapsule(c, rec.Snap, holder, a.log.Summary()); err != nil {
+		return fmt.Errorf("commit %s: %w", a.id, err)
+	}
+	return nil
+}
+
+// commitHolderLocked commits the holder and the journal summary without
+// recording the workspace again (it was just checked out from the capsule).
+func (a *tenant) commitHolderLocked() error {
+	holder := manifest.Holder{Node: string(a.n.id), Epoch: a.holder.Holder()}
+	if err := commitHolder(a.n.fsys, a.capsule(), holder, a.log.Summary(), a.n.writer()); err != nil {
+		return fmt.Errorf("commit %s: %w", a.id, err)
+	}
+	return nil
+}
+
+// loop runs the runner until stop is closed, one step at a time.
+func (a *tenant) loop(rl *runLoop, epoch uint64) {
+	defer a.n.wg.Done()
+	defer close(rl.done)
+	var step uint64
+	for {
+		select {
+		case <-rl.stop:
+			return
+		case <-a.n.clock.After(a.n.cfg.StepInterval):
+		}
+		select {
+		case <-rl.stop:
+			return
+		default:
+		}
+		step++
+		if err := a.step(epoch, step); err != nil {
+			a.n.log.Warn("runner step failed", "agent", a.id, "epoch", epoch, "err", err)
+			if errors.Is(err, journal.ErrStaleEpoch) {
+				return // fenced off: never write under an old epoch
+			}
+		}
+	}
+}
+
+func (a *tenant) step(epoch, step uint64) error {
+	a.stepMu.Lock()
+	defer a.stepMu.Unlock()
+	env := &StepEnv{Agent: a.id, Node: a.n.id, Epoch: epoch, Step: step, FS: a.n.fsys, Workdir: a.work(), Now: a.n.clock.Now(),
+		Append: func(kind journal.Kind, body any) (journal.Event, error) {
+			return a.log.Append(kind, epoch, a.n.wallTime(), body)
+		}}
+	if err := a.n.cfg.Runner.Step(a.n.ctx, env); err != nil {
+		a.lastErr.Store(err.Error())
+		return err
+	}
+	a.steps.Add(1)
+	a.n.m.steps.Inc()
+	return nil
+}
+
+func (a *tenant) why() string {
+	src := a.currentSource()
+	switch {
+	case a.blocked != nil:
+		return a.blocked.Error()
+	case a.holder == nil || a.holder.Holder() == 0:
+		return "no holder epoch on this node"
+	case src != nil && src.Frozen():
+		return "frozen by move " + src.State().Move + " (" + src.Phase() + ")"
+	}
+	return "not running"
+}
