@@ -128,6 +128,12 @@ func (h *Hasher) Write(p []byte) (int, error) {
 	return h.h.Write(p)
 }
 
+// Reset empties h, as if newly made, keeping its state's memory.
+func (h *Hasher) Reset() {
+	h.h.Reset()
+	h.n = 0
+}
+
 // Size returns the number of bytes written so far.
 func (h *Hasher) Size() int64 { return h.n }
 

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package capsule
+
+import (
+	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/vfs"
+)
+
+// hashHost has no fast path off Linux: ok is always false and the caller
+// reads the file through fsys.
+func hashHost(vfs.FS, string, int64, Progress) (digest.Digest, int64, bool, error) {
+	return "", 0, false, nil
+}
