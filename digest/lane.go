@@ -53,6 +53,11 @@ func Blocks2(x, y *Lane, a, b []byte) {
 	y.n += uint64(len(b))
 }
 
+// Blocks2Native reports whether Blocks2 runs both messages on one core at
+// once; when false it hashes them one after the other and pairing buys
+// nothing.
+func Blocks2Native() bool { return hasBlock2 }
+
 // Write adds p, a whole number of blocks, to l alone.
 func (l *Lane) Write(p []byte) {
 	if len(p)%BlockSize != 0 {
