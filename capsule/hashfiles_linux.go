@@ -14,7 +14,9 @@ import (
 )
 
 // pairBuf is each lane's read buffer: two of them stay in a core's L2
-// cache between the copy out of the page cache and the hashing.
+// cache between the copy out of the page cache and the hashing. (Mapping
+// the small files instead, with MAP_POPULATE, was measured: it costs more
+// system time in mmap, munmap and TLB flushes than the copy it saves.)
 const pairBuf = 256 << 10
 
 // hashFilesHost runs hashFiles on the host with paired lanes; false when
@@ -162,7 +164,7 @@ func (w *pairWorker) finishAlone(l *pairLane) {
 	}
 	l.lo = l.hi
 	if l.eof {
-		w.finish(l, h.Digest(), nil)
+		w.finishSized(l, h.Digest(), h.Size(), nil)
 		return
 	}
 	d, n, err := hashFD(h, l.fd, w.ts[l.i].name, w.p)
