@@ -2,7 +2,8 @@
 //
 // A Digest is the string "sha256:" followed by 64 lowercase hex digits. The
 // package is pure: it never touches the file system, the network or the clock,
-// so every other package may import it.
+// so every other package may import it. Blocks2 hashes two messages on one
+// core at once (SHA-NI, amd64), which callers that hash many files use.
 package digest
 
 import (
