@@ -3,9 +3,8 @@
 package capsule
 
 import (
-	"errors"
+	"io"
 	"io/fs"
-	"runtime/debug"
 
 	"golang.org/x/sys/unix"
 
@@ -16,18 +15,13 @@ import (
 // On the host's file system a file is hashed through its descriptor,
 // without os.File: opening an os.File registers it with the network
 // poller (an extra system call per file) and every read takes its locks.
-// When verify is one process among many on a busy machine, its speed is
-// its CPU time per byte, so the per-file and per-byte costs are what count.
-
-// mapMin is the size from which a file is mapped and hashed in place
-// rather than copied into a buffer: the copy out of the page cache costs
-// about a fifth of the hashing, while mapping costs two system calls and
-// a TLB flush, which a small file does not repay.
-const mapMin = 1 << 20
-
-// mapChunk is how much of a mapping is made present at a time, ahead of
-// the hashing.
-const mapChunk = 4 << 20
+//
+// Large files are read on one goroutine and hashed on another
+// (hashPipelined), not mapped: mapping saves the copy out of the page
+// cache, but measured under load (bench/hash.sh, load ~10 on 2 CPUs) the
+// mapped hash of 1 GiB took longer than the pipelined one, whose reader
+// keeps a second thread busy and the hashing thread free of page faults
+// and TLB flushes.
 
 // hashHost hashes name when fsys is the host's file system; ok is false
 // for any other FS, which the caller then reads through its interface.
@@ -52,11 +46,36 @@ func hashPath(name string, size int64, p Progress) (digest.Digest, int64, error)
 			size = st.Size
 		}
 	}
-	h := digest.NewHasher()
-	if size >= mapMin && hashMapped(h, fd, size, p) {
-		return hashFD(h, fd, name, p) // bytes appended since the mapping, as a read would see them
+	if size >= pipelineMin {
+		d, n, err := hashPipelined(&fdReader{fd: fd}, p)
+		if err != nil {
+			err = &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		return d, n, err
 	}
 	return hashFD(digest.NewHasher(), fd, name, p)
+}
+
+// fdReader reads a descriptor from its start with pread.
+type fdReader struct {
+	fd  int
+	off int64
+}
+
+func (r *fdReader) Read(b []byte) (int, error) {
+	for {
+		n, err := unix.Pread(r.fd, b, r.off)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0 && len(b) > 0:
+			return 0, io.EOF
+		}
+		r.off += int64(n)
+		return n, nil
+	}
 }
 
 func openRead(name string) (int, error) {
@@ -86,85 +105,6 @@ func hashFD(h *digest.Hasher, fd int, name string, p Progress) (digest.Digest, i
 		h.Write((*buf)[:n])
 		if p != nil {
 			p.Add(int64(n))
-		}
-	}
-}
-
-// hashMapped maps the first size bytes of fd and adds them to h. It
-// returns false, with h untouched, when the file cannot be mapped; and
-// false, with h reset, when the file shrank under the mapping (a read of
-// a page past the new end faults), so that the caller reads it instead.
-func hashMapped(h *digest.Hasher, fd int, size int64, p Progress) bool {
-	if int64(int(size)) != size {
-		return false
-	}
-	m, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return false
-	}
-	defer unix.Munmap(m)
-	_ = unix.Madvise(m, unix.MADV_SEQUENTIAL)
-	if err := hashMapping(h, m, p); err != nil {
-		h.Reset()
-		return false
-	}
-	return true
-}
-
-// errFault is a fault while reading a mapping: the file shrank.
-var errFault = errors.New("capsule: mapped file shrank")
-
-// hashMapping adds m to h chunk by chunk, while a second goroutine makes
-// the next chunks present (MADV_POPULATE_READ), so that the hashing
-// goroutine neither copies nor takes page faults, and drops each chunk
-// once hashed. A fault on reading m
-// is returned as errFault instead of crashing the process.
-func hashMapping(h *digest.Hasher, m []byte, p Progress) (err error) {
-	ready := make(chan int, 2) // ends of the chunks made present
-	stop := make(chan struct{})
-	go prefault(m, ready, stop)
-	defer func() {
-		close(stop)
-		for range ready { // prefault must not outlive the mapping
-		}
-	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			if _, fault := r.(interface{ Addr() uintptr }); !fault {
-				panic(r)
-			}
-			err = errFault
-		}
-	}()
-	off := 0
-	for end := range ready {
-		h.Write(m[off:end])
-		if p != nil {
-			p.Add(int64(end - off))
-		}
-		// Drop the hashed pages from the mapping (they stay in the page
-		// cache), so that the process's resident set stays at a few
-		// chunks whatever the file's size.
-		_ = unix.Madvise(m[off:end], unix.MADV_DONTNEED)
-		off = end
-	}
-	return nil
-}
-
-// prefault makes m present chunk by chunk, sending the end of each on
-// ready, until m is done or stop is closed. Errors are ignored: a kernel
-// without MADV_POPULATE_READ (before Linux 5.14) leaves the pages to be
-// faulted in by the reader, and a file that shrank is caught there.
-func prefault(m []byte, ready chan<- int, stop <-chan struct{}) {
-	defer close(ready)
-	for off := 0; off < len(m); off += mapChunk {
-		end := min(off+mapChunk, len(m))
-		_ = unix.Madvise(m[off:end], unix.MADV_POPULATE_READ)
-		select {
-		case ready <- end:
-		case <-stop:
-			return
 		}
 	}
 }

@@ -19,6 +19,10 @@ import (
 // system time in mmap, munmap and TLB flushes than the copy it saves.)
 const pairBuf = 256 << 10
 
+// pairMax is the size from which a file is hashed alone, pipelined
+// (hashPath): the reading then overlaps the hashing.
+const pairMax = pipelineMin
+
 // hashFilesHost runs hashFiles on the host with paired lanes; false when
 // fsys is not the host's or the CPU gains nothing from pairing.
 func hashFilesHost(fsys vfs.FS, ts []hashTarget, w int, p Progress, done hashDone) bool {
@@ -41,8 +45,8 @@ func hashFilesHost(fsys vfs.FS, ts []hashTarget, w int, p Progress, done hashDon
 
 // pairWorker hashes files two at a time: each lane holds one file, and
 // whenever both have whole blocks read, digest.Blocks2 hashes them
-// together. A lane whose file ends takes the next; files of mapMin bytes
-// and more are hashed alone, mapped (hashPath).
+// together. A lane whose file ends takes the next; files of pairMax bytes
+// and more are hashed alone (hashPath).
 type pairWorker struct {
 	ts    []hashTarget
 	next  *atomic.Int64
@@ -116,7 +120,7 @@ func (w *pairWorker) take(l *pairLane) bool {
 			return false
 		}
 		t := w.ts[i]
-		if t.size < 0 || t.size >= mapMin {
+		if t.size < 0 || t.size >= pairMax {
 			d, n, err := hashPath(t.name, t.size, w.p)
 			w.done(i, d, n, err)
 			continue

@@ -17,7 +17,7 @@ import (
 // pairSizes mix files around a block, the lane buffer and the mapping
 // threshold, so that lanes end at every offset against each other.
 var pairSizes = []int{0, 1, 63, 64, 65, 100 << 10, pairBufSize - 1, pairBufSize, pairBufSize + 1,
-	2*pairBufSize + 5, mapMin - 1, mapMin, mapMin + 1, 127, 3 << 10, 100<<10 + 1}
+	2*pairBufSize + 5, pipelineMin - 1, pipelineMin, pipelineMin + 1, 127, 3 << 10, 100<<10 + 1}
 
 // pairBufSize is the lane buffer on Linux; elsewhere any size will do.
 const pairBufSize = 256 << 10
