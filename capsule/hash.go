@@ -20,8 +20,12 @@ func putBuf(b *[]byte) { bufPool.Put(b) }
 
 // hashFile hashes the whole of name, reporting progress, and returns the
 // digest and the bytes hashed. size is the file's size if the caller knows
-// it (it picks the method), or -1.
+// it (it picks the method), or -1. On the host's file system it takes the
+// fast path of hashHost (hash_linux.go).
 func hashFile(fsys vfs.FS, name string, size int64, p Progress) (digest.Digest, int64, error) {
+	if d, n, ok, err := hashHost(fsys, name, size, p); ok {
+		return d, n, err
+	}
 	f, err := fsys.Open(name)
 	if err != nil {
 		return "", 0, err
