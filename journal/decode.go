@@ -110,6 +110,8 @@ type batch struct {
 	lineCount int    // newlines in data
 	data      []byte
 	first     int
+	offset    int64   // where data starts in the stream (exact up to the first overlong line)
+	bodies    []int64 // where the body of each event starts in the stream
 	torn      bool  // the last line has no newline
 	long      []int // lines that were too long, replaced by a placeholder
 	events    []Event
@@ -172,10 +174,11 @@ func (b *batch) parse(strict bool) {
 	defer func() { in.finish(b.events, owners, patches) }()
 	n := b.lineCount + 1
 	if cap(b.events) < n {
-		b.events, b.lines = make([]Event, 0, n), make([]int, 0, n)
+		b.events, b.lines, b.bodies = make([]Event, 0, n), make([]int, 0, n), make([]int64, 0, n)
 	}
-	b.events, b.lines, b.fails = b.events[:0], b.lines[:0], nil
+	b.events, b.lines, b.bodies, b.fails = b.events[:0], b.lines[:0], b.bodies[:0], nil
 	for len(data) > 0 {
+		at := b.offset + int64(len(b.data)-len(data))
 		i := bytes.IndexByte(data, '\n')
 		text := data
 		if i >= 0 {
@@ -196,6 +199,8 @@ func (b *batch) parse(strict bool) {
 			}
 			b.events = append(b.events, e)
 			b.lines = append(b.lines, line)
+			// Body aliases text, so their capacities tell where it starts.
+			b.bodies = append(b.bodies, at+int64(cap(text)-cap(e.Body)))
 		}
 		in.take() // a failed line's patches
 		if strict && len(b.fails) > 0 {
@@ -249,6 +254,7 @@ type lineReader struct {
 	r      io.Reader
 	buf    []byte
 	line   int   // number of the first line in buf
+	offset int64 // where buf starts in the stream
 	skip   bool  // discarding the rest of an overlong line
 	skipAt int   // where in buf the overlong line's placeholder ends
 	long   []int // numbers of overlong lines not yet handed to a batch
@@ -290,6 +296,7 @@ func (lr *lineReader) cut() *batch {
 func (lr *lineReader) take(n int, torn bool) *batch {
 	b := lr.newBatch()
 	b.buf, b.data, b.first, b.torn, b.long = lr.buf, lr.buf[:n:n], lr.line, torn, nil
+	b.offset, lr.offset = lr.offset, lr.offset+int64(n)
 	b.lineCount = bytes.Count(b.data, []byte{'\n'})
 	lr.line += b.lineCount
 	for len(lr.long) > 0 && (lr.long[0] < lr.line || torn) {
@@ -307,7 +314,7 @@ func (lr *lineReader) newBatch() *batch {
 	select {
 	case b := <-lr.free:
 		lr.spare = b.buf
-		return &batch{events: b.events, lines: b.lines}
+		return &batch{events: b.events, lines: b.lines, bodies: b.bodies}
 	default:
 		return &batch{}
 	}

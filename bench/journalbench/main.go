@@ -19,15 +19,16 @@ import (
 
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/journal/logfile"
+	rt "github.com/agentcapsule/capsule/render/rendertest"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: journalbench fsync|append|gen|verify|merge [flags]")
+		fmt.Fprintln(os.Stderr, "usage: journalbench fsync|append|gen|genrender|verify|merge [flags]")
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
-		"fsync": benchFsync, "append": benchAppend, "gen": gen, "verify": benchVerify, "merge": benchMerge,
+		"fsync": benchFsync, "append": benchAppend, "gen": gen, "genrender": genRender, "verify": benchVerify, "merge": benchMerge,
 	}
 	run, ok := cmds[os.Args[1]]
 	if !ok {
@@ -160,6 +161,28 @@ func generate(n, t0, machines int, c0 uint64) []journal.Event {
 		out = append(out, e)
 	}
 	return out
+}
+
+// genRender writes a verified journal of about n events of a coding
+// agent's conversation (rendertest.Long: user turns, reasoning, parallel
+// calls, results of a few kilobytes, answers, usage), for bench/render.sh.
+func genRender(args []string) error {
+	fs := flag.NewFlagSet("genrender", flag.ExitOnError)
+	n := fs.Int("n", 100000, "events")
+	out := fs.String("o", "render.jsonl", "output file")
+	fs.Parse(args)
+	events := rt.Long(*n, rt.Claude)
+	var prev journal.Head
+	for i := range events {
+		e := &events[i]
+		e.Machine, e.Seq, e.Prev, e.Clock = "m0123456789abcdefghijklmnop", prev.Seq+1, prev.ID, prev.Clock+1
+		e.Time = "2026-01-01T00:00:00Z"
+		if err := journal.Seal(e); err != nil {
+			return err
+		}
+		prev = journal.Head{Seq: e.Seq, ID: e.ID, Clock: e.Clock}
+	}
+	return write(*out, events)
 }
 
 func write(path string, events []journal.Event) error {
