@@ -1,6 +1,9 @@
 package journal
 
-import "io"
+import (
+	"io"
+	"sync/atomic"
+)
 
 // Pos locates an event that Each hands out in the stream it reads.
 type Pos struct {
@@ -18,19 +21,38 @@ type Pos struct {
 // copy Body or Raw to keep them; pos.Body says where the body sits in r,
 // for a reader that reads it again later (io.ReaderAt).
 func Each(r io.Reader, visit func(e *Event, pos Pos) error) error {
+	return EachWith(r, nil, func(e *Event, pos Pos, _ struct{}) error { return visit(e, pos) })
+}
+
+// EachWith is Each with a step that runs on the parsing goroutines: prep,
+// if not nil, derives a value from each event there (it must be safe for
+// concurrent use, and its value may alias the event's Body), and visit
+// receives it beside the event, in file order. It moves per-event work off
+// the one goroutine that visits.
+func EachWith[T any](r io.Reader, prep func(e *Event) T, visit func(e *Event, pos Pos, v T) error) error {
 	var first error
-	err := stream(r, 0, true, true, func(b *batch) {
+	var stop atomic.Bool
+	cfg := streamConfig{strict: true, recycle: true, stop: &stop}
+	if prep != nil {
+		cfg.prep = prepAll(prep)
+	}
+	err := stream(r, cfg, func(b *batch) {
+		vs, _ := b.extra.([]T)
 		for i := range b.events {
 			if first != nil {
-				return
-			}
-			if b.fails != nil && b.fails[0].problem.Line < b.lines[i] {
 				break
 			}
-			first = visit(&b.events[i], Pos{Line: b.lines[i], Body: b.bodies[i]})
+			var v T
+			if prep != nil {
+				v = vs[i]
+			}
+			first = visit(&b.events[i], Pos{Line: b.lines[i], Body: b.bodies[i]}, v)
 		}
 		if first == nil && len(b.fails) > 0 {
 			first = b.fails[0].err
+		}
+		if first != nil {
+			stop.Store(true)
 		}
 	})
 	if first != nil {

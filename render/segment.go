@@ -149,6 +149,30 @@ func (s *segmenter) finish() segmentation {
 
 // add segments the next event, given its kind and body.
 func (s *segmenter) add(kind journal.Kind, body []byte) {
+	s.addHeader(kind, headerOf(kind, body))
+}
+
+// headerOf reads what segmentation needs of a body: the header of an
+// assistant-side event, the call_id of a result (in callID), the producer
+// of a usage record; ok is false for a body it cannot read.
+func headerOf(kind journal.Kind, body []byte) (h header) {
+	switch kind {
+	case journal.KindAssistant, journal.KindReasoning, journal.KindToolCall:
+		h, h.ok = readHeader(kind, body)
+	case journal.KindToolResult:
+		f := [1]field{{key: "call_id"}}
+		h.ok = scanFields(body, f[:]) && validString(f[0].raw)
+		h.callID = f[0].raw
+	case journal.KindUsage:
+		f := [1]field{{key: "producer"}}
+		h.ok = scanFields(body, f[:]) && f[0].raw != nil
+		h.producer = f[0].raw
+	}
+	return h
+}
+
+// addHeader segments the next event, given its kind and headerOf(body).
+func (s *segmenter) addHeader(kind journal.Kind, h header) {
 	i := s.n
 	s.n++
 	switch kind {
@@ -158,11 +182,11 @@ func (s *segmenter) add(kind journal.Kind, body []byte) {
 		s.closeStep()
 		s.seg.units = append(s.seg.units, unit{kind: unitUser, event: i})
 	case journal.KindAssistant, journal.KindReasoning, journal.KindToolCall:
-		s.assistantSide(i, kind, body)
+		s.assistantSide(i, kind, h)
 	case journal.KindToolResult:
-		s.result(i, body)
+		s.result(i, h)
 	case journal.KindUsage:
-		s.usage(i, body)
+		s.usage(i, h)
 	default:
 		if !kind.Known() {
 			s.seg.unknown++
@@ -172,15 +196,14 @@ func (s *segmenter) add(kind journal.Kind, body []byte) {
 
 // usage records a usage event with its raw producer, interned, which is
 // what calibration filters on before it reads a body.
-func (s *segmenter) usage(i int32, body []byte) {
-	f := [1]field{{key: "producer"}}
+func (s *segmenter) usage(i int32, h header) {
 	k := int32(-1)
-	if scanFields(body, f[:]) && f[0].raw != nil {
+	if h.ok {
 		var ok bool
-		if k, ok = s.seg.usageRaws[string(f[0].raw)]; !ok {
+		if k, ok = s.seg.usageRaws[string(h.producer)]; !ok {
 			k = int32(len(s.seg.usageProducers))
-			s.seg.usageRaws[string(f[0].raw)] = k
-			s.seg.usageProducers = append(s.seg.usageProducers, s.arena.copy(f[0].raw))
+			s.seg.usageRaws[string(h.producer)] = k
+			s.seg.usageProducers = append(s.seg.usageProducers, s.arena.copy(h.producer))
 		}
 	}
 	s.seg.usage = append(s.seg.usage, i)
@@ -238,6 +261,7 @@ func (s *segmenter) closeStep() {
 // kept, so it is read when the step is built.)
 type header struct {
 	step, producer, callID, name []byte
+	ok                           bool
 }
 
 func readHeader(kind journal.Kind, body []byte) (header, bool) {
@@ -294,8 +318,8 @@ func (s *segmenter) producer(raw []byte) (int32, bool) {
 	return k, true
 }
 
-func (s *segmenter) assistantSide(i int32, kind journal.Kind, body []byte) {
-	h, ok := readHeader(kind, body)
+func (s *segmenter) assistantSide(i int32, kind journal.Kind, h header) {
+	ok := h.ok
 	var prod int32
 	if ok {
 		prod, ok = s.producer(h.producer)
@@ -378,13 +402,12 @@ func (s *segmenter) startsNewStep(p int32, step []byte) bool {
 	return false
 }
 
-func (s *segmenter) result(i int32, body []byte) {
-	f := [1]field{{key: "call_id"}}
-	if !scanFields(body, f[:]) || !validString(f[0].raw) {
+func (s *segmenter) result(i int32, h header) {
+	if !h.ok {
 		s.seg.malformed = append(s.seg.malformed, i)
 		return
 	}
-	raw := f[0].raw
+	raw := h.callID
 	if s.cur >= 0 {
 		matched := false
 		calls := s.seg.callsOf(&s.seg.units[s.cur])

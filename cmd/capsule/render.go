@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,6 +122,7 @@ func renderTarget(f renderFlags) (render.Target, error) {
 // are not in total order is read whole and sorted instead, with the same
 // result.
 func renderFile(path string, t render.Target) ([]byte, *render.Report, error) {
+	defer boundHeap()()
 	if !strings.HasSuffix(path, ".jsonl") {
 		path = filepath.Join(path, "memory", "timeline_events.jsonl")
 	}
@@ -132,8 +132,8 @@ func renderFile(path string, t render.Target) ([]byte, *render.Report, error) {
 	}
 	defer file.Close()
 	x := render.NewIndex(file)
-	err = journal.Each(bufio.NewReaderSize(file, 1<<20), func(e *journal.Event, pos journal.Pos) error {
-		return x.Add(e, pos.Body)
+	err = journal.EachWith(file, render.ReadHeader, func(e *journal.Event, pos journal.Pos, h render.Header) error {
+		return x.AddHeader(e, pos.Body, h)
 	})
 	var body []byte
 	var rep *render.Report
