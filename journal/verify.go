@@ -114,9 +114,9 @@ func mergeProblems(a, b []Problem) []Problem {
 type chain struct {
 	machine string
 	head    Head
-	line    int     // line of the head
+	line    int        // line of the head
 	seen    seqHistory // of each seq after base: id prefix and line, to tell duplicates from forks
-	base    uint64  // seqs up to base were committed before the checked text
+	base    uint64     // seqs up to base were committed before the checked text
 }
 
 // position is an event's place in the total order.

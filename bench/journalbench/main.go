@@ -24,11 +24,11 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: journalbench fsync|append|gen|genrender|verify|merge [flags]")
+		fmt.Fprintln(os.Stderr, "usage: journalbench fsync|append|gen|genrender|genmerge|verify|merge [flags]")
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
-		"fsync": benchFsync, "append": benchAppend, "gen": gen, "genrender": genRender, "verify": benchVerify, "merge": benchMerge,
+		"fsync": benchFsync, "append": benchAppend, "gen": gen, "genrender": genRender, "genmerge": genMerge, "verify": benchVerify, "merge": benchMerge,
 	}
 	run, ok := cmds[os.Args[1]]
 	if !ok {
@@ -226,6 +226,21 @@ func benchVerify(args []string) error {
 	info, _ := f.Stat()
 	fmt.Printf("verify %.1f MB/s (%d events, %d bytes, %.3f s)\n", float64(info.Size())/el.Seconds()/1e6, events, info.Size(), el.Seconds())
 	return nil
+}
+
+// genMerge writes two verified journals of n events each that share n/2,
+// for `capsule log merge` in bench/journal.sh.
+func genMerge(args []string) error {
+	fs := flag.NewFlagSet("genmerge", flag.ExitOnError)
+	n := fs.Int("n", 100000, "events in each journal")
+	a := fs.String("a", "a.jsonl", "first output file")
+	b := fs.String("b", "b.jsonl", "second output file")
+	fs.Parse(args)
+	shared := generate(*n/2, 0, 4, 0)
+	if err := write(*a, fork(shared, "a", *n-*n/2)); err != nil {
+		return err
+	}
+	return write(*b, fork(shared, "b", *n-*n/2))
 }
 
 // benchMerge merges two journals of n events each sharing n/2.

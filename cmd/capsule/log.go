@@ -834,31 +834,77 @@ writes nothing.`,
 }
 
 func runLogMerge(cmd *cobra.Command, a, b, out string) error {
+	defer boundHeap()()
 	if info, err := os.Stat(out); err == nil && info.IsDir() {
 		return usageError{fmt.Errorf("-o %s is a folder; give a journal file name", out)}
 	}
-	ea, err := readVerified(a)
+	fa, err := openVerified(a)
 	if err != nil {
 		return err
 	}
-	eb, err := readVerified(b)
+	defer fa.Close()
+	fb, err := openVerified(b)
 	if err != nil {
 		return err
 	}
-	merged, err := journal.Merge(ea, eb)
+	defer fb.Close()
+	// Stream the union into the atomic writer: a fork or a union that does
+	// not verify fails the stream, and nothing is written.
+	pr, pw := io.Pipe()
+	var st journal.MergeStats
+	go func() {
+		bw := bufio.NewWriterSize(pw, 1<<20)
+		var err error
+		if st, err = journal.MergeTo(bw, fa, fb, fa.size, fb.size); err == nil {
+			err = bw.Flush()
+		}
+		if err != nil {
+			err = verifyError{fmt.Errorf("merge %s and %s: %w", a, b, err)}
+		}
+		pw.CloseWithError(err)
+	}()
+	err = vfs.WriteFileFrom(vfs.OS{}, out, pr, 0o644)
+	pr.CloseWithError(err) // stops the merge if the write failed first
 	if err != nil {
-		return verifyError{fmt.Errorf("merge %s and %s: %w", a, b, err)}
-	}
-	var buf bytes.Buffer
-	for i := range merged {
-		buf.Write(journal.Encode(merged[i]))
-		buf.WriteByte('\n')
-	}
-	if err := vfs.WriteFile(vfs.OS{}, out, buf.Bytes(), 0o644); err != nil {
+		var ve verifyError
+		if errors.As(err, &ve) {
+			return ve
+		}
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "merged %d + %d events into %d (%s)\n", len(ea), len(eb), len(merged), out)
+	fmt.Fprintf(cmd.OutOrStdout(), "merged %d + %d events into %d (%s)\n", st.A, st.B, st.Out, out)
 	return nil
+}
+
+// verifiedFile is an open journal file that verified, and its size.
+type verifiedFile struct {
+	*os.File
+	size int64
+}
+
+// openVerified opens a journal (capsule folder or file) and checks it as it
+// streams by; one that does not verify is refused.
+func openVerified(target string) (*verifiedFile, error) {
+	path, _, err := journalPath(target)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err == nil {
+		var probs []journal.Problem
+		if probs, err = journal.Scan(io.NewSectionReader(f, 0, info.Size()), nil); err == nil && len(probs) > 0 {
+			err = verifyError{fmt.Errorf("%s does not verify: %w", path, &journal.VerifyError{Problems: probs})}
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &verifiedFile{File: f, size: info.Size()}, nil
 }
 
 // readVerified reads a journal that must verify.
