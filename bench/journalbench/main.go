@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/agentcapsule/capsule/journal"
@@ -224,7 +225,7 @@ func benchVerify(args []string) error {
 		return fmt.Errorf("%d problems, first %v", len(probs), probs[0])
 	}
 	info, _ := f.Stat()
-	fmt.Printf("verify %.1f MB/s (%d events, %d bytes, %.3f s)\n", float64(info.Size())/el.Seconds()/1e6, events, info.Size(), el.Seconds())
+	fmt.Printf("verify %.1f MB/s (%d events, %d bytes, %.3f s, peak RSS %d MiB)\n", float64(info.Size())/el.Seconds()/1e6, events, info.Size(), el.Seconds(), maxRSS())
 	return nil
 }
 
@@ -257,8 +258,17 @@ func benchMerge(args []string) error {
 		return err
 	}
 	el := time.Since(start)
-	fmt.Printf("merge_%d %.3f s (%d + %d -> %d events)\n", *n, el.Seconds(), len(a), len(b), len(m))
+	fmt.Printf("merge_%d %.3f s (%d + %d -> %d events, in memory: peak RSS %d MiB)\n", *n, el.Seconds(), len(a), len(b), len(m), maxRSS())
 	return nil
+}
+
+// maxRSS is the process's peak resident set size in MiB.
+func maxRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss / 1024 // kilobytes on Linux
 }
 
 // fork continues a shared journal with k events of a machine of its own.
