@@ -17,6 +17,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -299,11 +300,7 @@ func (p *printer) format(e *journal.Event) []byte {
 	if p.json {
 		return append(journal.AppendEncode(nil, e), '\n')
 	}
-	kind := fmt.Sprintf("%-12s", e.Kind)
-	if p.color {
-		kind = colorOf(e.Kind) + kind + "\x1b[0m"
-	}
-	return fmt.Appendf(nil, "%-20s %-10s %6d %4d  %s %s\n", displayTime(e.Time), shortMachine(e.Machine), e.Clock, e.Epoch, kind, summarize(e))
+	return timelineLine(make([]byte, 0, 160), e, p.color)
 }
 
 func displayTime(t string) string {
@@ -412,41 +409,84 @@ var summaries = map[journal.Kind]func([]byte) string{
 }
 
 // clipLine puts s on one line (runs of white space become one space, none
-// at the ends) and cuts it to 100 runes, the last an ellipsis.
+// at the ends, as strings.Fields and a join would) and cuts it to 100
+// runes, the last an ellipsis. It reads only as much of s as it keeps.
 func clipLine(s string) string {
-	b := make([]byte, 0, min(len(s), 400))
-	runes, at99, valid := 0, -1, true
-	for _, f := range strings.Fields(s) {
-		if len(b) > 0 {
-			b = append(b, ' ')
-			if runes++; runes == 99 {
-				at99 = len(b)
-			}
-		}
-		for i, r := range f {
-			if r == utf8.RuneError && valid && runes < 99 {
-				valid = false // []rune would rewrite it: take the slow path
-			}
-			if runes++; runes == 99 {
-				at99 = len(b) + i + utf8.RuneLen(r)
-				if r == utf8.RuneError {
-					at99 = -1
-				}
-			}
-		}
-		b = append(b, f...)
-		if runes > 100 {
-			break
-		}
+	var c clipper
+	feed(&c, s)
+	b, ok := c.finish(nil)
+	if !ok {
+		return clipSlow(s)
 	}
-	if runes <= 100 {
-		return string(b)
-	}
-	if !valid || at99 < 0 {
-		r := []rune(strings.Join(strings.Fields(s), " "))
+	return string(b)
+}
+
+// clipSlow is clipLine by definition.
+func clipSlow(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 100 {
 		return string(r[:99]) + "…"
 	}
-	return string(b[:at99]) + "…"
+	return s
+}
+
+// clipper computes clipLine of the concatenation of the pieces it is fed,
+// without building it.
+type clipper struct {
+	b        []byte
+	runes    int
+	at99     int  // len(b) once 99 runes are in, 0 before
+	slow     bool // a RuneError among the first 99: []rune would rewrite it
+	inField  bool
+	stopped  bool
+	hasField bool
+}
+
+// asciiSpace marks the ASCII bytes unicode.IsSpace holds.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+// feed adds a piece of text (a string, or bytes that are read now).
+func feed[T string | []byte](c *clipper, s T) {
+	for i := 0; i < len(s) && !c.stopped; {
+		r, n := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		}
+		if r < utf8.RuneSelf && asciiSpace[r] || r >= utf8.RuneSelf && unicode.IsSpace(r) {
+			c.inField = false
+			i += n
+			continue
+		}
+		if !c.inField && c.hasField {
+			c.b = append(c.b, ' ')
+			c.count()
+		}
+		c.inField, c.hasField = true, true
+		c.slow = c.slow || r == utf8.RuneError && c.runes < 99
+		c.b = append(c.b, s[i:i+n]...)
+		i += n
+		c.count()
+	}
+}
+
+func (c *clipper) count() {
+	c.runes++
+	if c.runes == 99 {
+		c.at99 = len(c.b)
+	}
+	c.stopped = c.runes > 100
+}
+
+// finish appends the clipped line to dst; false means the caller must take
+// clipSlow.
+func (c *clipper) finish(dst []byte) ([]byte, bool) {
+	if c.runes <= 100 {
+		return append(dst, c.b...), true
+	}
+	if c.slow {
+		return dst, false
+	}
+	return append(append(dst, c.b[:c.at99]...), "…"...), true
 }
 
 // ---- capsule log verify ----
