@@ -3,6 +3,11 @@
 // share one fsync, fenced by the holder epoch, and recovered on open by
 // moving a torn last line to a quarantine file (docs/FORMAT.md §7.8).
 //
+// Open reads the file once, as it streams by: it can check the manifest's
+// record of the committed prefix (Config.Expect) and hand every event to
+// the caller (Config.Visit) in that same pass; Each streams a journal's
+// complete lines without opening it for writing.
+//
 // It owns one journal file (memory/timeline_events.jsonl) through a vfs.FS;
 // the rules for what goes in the file live in package journal. The capsule,
 // node and command packages import it; the pure packages never do.
