@@ -318,7 +318,7 @@ type lineReader struct {
 	spare  []byte      // the buffer of the last recycled batch
 }
 
-const batchSize = 1 << 20
+const batchSize = 256 << 10
 
 // next returns the next batch, or nil at the end.
 func (lr *lineReader) next() (*batch, error) {
