@@ -8,11 +8,18 @@
 #      same file                                       (target >= 0.5x)
 #   4. merge of two journals sharing half their events: 10k, 100k, 1M
 #      (100k must take under 1 s)
+#   5. the commands, at 100k and 1M events, each with its peak RSS (target
+#      under 100 MiB at 1M): `capsule log verify` beside `openssl dgst
+#      -sha256` of the same file (target >= 0.6x), `capsule log` to a pipe
+#      (target <= 2 s at 1M) and `capsule log merge` of two journals
+#      sharing half their events. BEFORE=path/to/capsule runs an older
+#      build in the same rounds, interleaved, for a before/after.
 #
 # Usage: bench/journal.sh [DIR]   (DIR: a directory on the disk to measure;
 # default a fresh directory under /var/tmp). EVENTS=N changes the size of the
 # verify journal; DURATION=1s the length of each append run, ROUNDS=5 their
-# number. PARTS="append verify merge" picks the benchmarks to run (e.g.
+# number (and of the command rounds). SIZES="100000 1000000" sets the
+# command benchmark's journal sizes. PARTS="append verify merge cli" picks the benchmarks to run (e.g.
 # PARTS=verify); JOURNALBENCH=path runs a prebuilt journalbench binary instead
 # of building one, to compare two versions of the code on one machine.
 set -euo pipefail
@@ -23,11 +30,13 @@ if [ $# -ge 1 ]; then dir="$1"; made=""; else dir="$(mktemp -d -p /var/tmp journ
 events="${EVENTS:-1000000}"
 dur="${DURATION:-1s}"
 rounds="${ROUNDS:-5}"
-parts="${PARTS:-append verify merge}"
+parts="${PARTS:-append verify merge cli}"
+sizes="${SIZES:-100000 1000000}"
 want() { [[ " $parts " == *" $1 "* ]]; }
 bin="${JOURNALBENCH:-$dir/journalbench}"
 built=""; [ -n "${JOURNALBENCH:-}" ] || built="$bin"
-trap 'rm -f "$dir/verify.jsonl" ${built:+"$built"}; [ -z "$made" ] || rmdir "$made"' EXIT
+tmp="$dir/cli"
+trap 'rm -rf "$dir/verify.jsonl" "$tmp" "$dir/capsule" ${built:+"$built"}; [ -z "$made" ] || rmdir "$made"' EXIT
 
 [ -z "$built" ] || go build -o "$bin" ./bench/journalbench
 echo "disk: $(df -h "$dir" | awk 'NR==2 {print $1, $6}')  cpus: $(nproc)  load: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -86,5 +95,32 @@ if want merge; then
 echo "== merge (two journals sharing half their events)"
 for n in 10000 100000 1000000; do
   "$bin" merge -n "$n"
+done
+fi
+
+if want cli; then
+echo "== commands ($rounds interleaved rounds; median wall and CPU, largest peak RSS)"
+mkdir -p "$tmp"
+go build -o "$dir/capsule" ./cmd/capsule
+. bench/clitime.sh
+sides="after"; [ -z "${BEFORE:-}" ] || sides="before after"
+cap() { if [ "$1" = before ]; then echo "$BEFORE"; else echo "$dir/capsule"; fi; }
+for n in $sizes; do
+  "$bin" gen -n "$n" -o "$tmp/j.jsonl"
+  "$bin" genmerge -n "$n" -a "$tmp/a.jsonl" -b "$tmp/b.jsonl"
+  echo "-- $n events ($(stat -c %s "$tmp/j.jsonl") bytes)"
+  for i in $(seq "$rounds"); do
+    clirun "openssl-$n" openssl dgst -sha256 "$tmp/j.jsonl"
+    for s in $sides; do
+      clirun "verify-$s-$n" "$(cap "$s")" log verify "$tmp/j.jsonl"
+      clirun "log-$s-$n" sh -c "\"$(cap "$s")\" log \"$tmp/j.jsonl\" | cat >/dev/null"
+      clirun "merge-$s-$n" "$(cap "$s")" log merge "$tmp/a.jsonl" "$tmp/b.jsonl" -o "$tmp/m.jsonl"
+    done
+  done
+  report "openssl-$n"
+  for s in $sides; do
+    for c in verify log merge; do report "$c-$s-$n"; done
+    echo "  RATIO log verify / openssl ($s):   $(ratio "verify-$s-$n" "openssl-$n")  (target >= 0.6 at 1M)"
+  done
 done
 fi

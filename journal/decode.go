@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync/atomic"
 )
 
 // ErrTorn marks a final line without its newline: an append that a crash
@@ -32,7 +33,7 @@ func (e *LineError) Unwrap() error { return e.Err }
 func Decode(r io.Reader) ([]Event, error) {
 	var events []Event
 	var first error
-	err := stream(r, 0, true, false, func(b *batch) {
+	err := stream(r, streamConfig{strict: true}, func(b *batch) {
 		if first == nil && len(b.fails) > 0 {
 			first = b.fails[0].err
 		}
@@ -77,18 +78,51 @@ func VerifyTail(committed Summary, tail io.Reader) ([]Problem, error) {
 	return scan(tail, committed.Heads, int(committed.Events), nil, true)
 }
 
+// ScanWith is Scan with a step that runs on the parsing goroutines: prep
+// (safe for concurrent use; its value may alias the event's Body) derives
+// a value from each event that parsed, and visit receives it beside the
+// event, in file order. It moves per-event work, such as formatting, off
+// the one goroutine that visits.
+func ScanWith[T any](r io.Reader, prep func(e *Event) T, visit func(e *Event, line int, v T)) ([]Problem, error) {
+	return scanConfig(r, nil, 0, streamConfig{recycle: true, prep: prepAll(prep)}, func(b *batch, i int) {
+		visit(&b.events[i], b.lines[i], b.extra.([]T)[i])
+	})
+}
+
+// prepAll applies prep to every event of a batch, keeping the values in
+// the batch (reusing their slice when the batch is recycled).
+func prepAll[T any](prep func(e *Event) T) func(*batch) {
+	return func(b *batch) {
+		vs, _ := b.extra.([]T)
+		vs = vs[:0]
+		for i := range b.events {
+			vs = append(vs, prep(&b.events[i]))
+		}
+		b.extra = vs
+	}
+}
+
 func scan(r io.Reader, heads map[string]Head, offset int, visit func(*Event, int), recycle bool) ([]Problem, error) {
+	var each func(b *batch, i int)
+	if visit != nil {
+		each = func(b *batch, i int) { visit(&b.events[i], b.lines[i]) }
+	}
+	return scanConfig(r, heads, offset, streamConfig{offset: offset, recycle: recycle}, each)
+}
+
+func scanConfig(r io.Reader, heads map[string]Head, offset int, cfg streamConfig, visit func(*batch, int)) ([]Problem, error) {
+	cfg.offset = offset
 	c := newChecker()
 	c.startAfter(heads)
 	var fails []Problem
-	err := stream(r, offset, false, recycle, func(b *batch) {
+	err := stream(r, cfg, func(b *batch) {
 		for _, f := range b.fails {
 			fails = append(fails, f.problem)
 		}
 		for i := range b.events {
 			c.add(&b.events[i], b.lines[i])
 			if visit != nil {
-				visit(&b.events[i], b.lines[i])
+				visit(b, i)
 			}
 		}
 	})
@@ -110,11 +144,16 @@ type batch struct {
 	lineCount int    // newlines in data
 	data      []byte
 	first     int
-	torn      bool  // the last line has no newline
-	long      []int // lines that were too long, replaced by a placeholder
+	offset    int64   // where data starts in the stream (exact up to the first overlong line)
+	bodies    []int64 // where the body of each event starts in the stream
+	torn      bool    // the last line has no newline
+	long      []int   // lines that were too long, replaced by a placeholder
 	events    []Event
 	lines     []int // the line of each event
 	fails     []failure
+	extra     any     // what streamConfig.prep derived from the events
+	owners    []int32 // scratch of parse: the event each patch belongs to
+	patches   []patch
 	done      chan struct{}
 }
 
@@ -123,7 +162,19 @@ type batch struct {
 // so memory stays bounded whatever the journal's size. With strict set,
 // workers stop a batch at its first failure. With recycle set, a batch's
 // buffers are reused once visit returns.
-func stream(r io.Reader, offset int, strict, recycle bool, visit func(*batch)) error {
+// streamConfig says how stream reads: offset is the number of lines
+// before r's first; strict and recycle are as for stream; prep, if set,
+// runs on the parsing goroutine after each batch is parsed; once stop is
+// set, no more of r is read.
+type streamConfig struct {
+	offset          int
+	strict, recycle bool
+	prep            func(*batch)
+	stop            *atomic.Bool
+}
+
+func stream(r io.Reader, cfg streamConfig, visit func(*batch)) error {
+	offset, strict, recycle := cfg.offset, cfg.strict, cfg.recycle
 	workers := runtime.GOMAXPROCS(0)
 	jobs := make(chan *batch, workers)
 	order := make(chan *batch, 2*workers)
@@ -133,7 +184,7 @@ func stream(r io.Reader, offset int, strict, recycle bool, visit func(*batch)) e
 		defer close(order)
 		defer close(jobs)
 		lr := lineReader{r: r, line: offset + 1, free: free}
-		for {
+		for cfg.stop == nil || !cfg.stop.Load() {
 			b, err := lr.next()
 			if err != nil || b == nil {
 				readErr = err
@@ -148,6 +199,9 @@ func stream(r io.Reader, offset int, strict, recycle bool, visit func(*batch)) e
 		go func() {
 			for b := range jobs {
 				b.parse(strict)
+				if cfg.prep != nil {
+					cfg.prep(b)
+				}
 				close(b.done)
 			}
 		}()
@@ -168,14 +222,18 @@ func stream(r io.Reader, offset int, strict, recycle bool, visit func(*batch)) e
 func (b *batch) parse(strict bool) {
 	data, line := b.data, b.first
 	in := newInterner(true, b.lineCount+1)
-	owners, patches := make([]int32, 0, 3*(b.lineCount+1)), make([]patch, 0, 3*(b.lineCount+1))
-	defer func() { in.finish(b.events, owners, patches) }()
+	owners, patches := b.owners[:0], b.patches[:0]
+	defer func() {
+		in.finish(b.events, owners, patches)
+		b.owners, b.patches = owners, patches // reused by a recycled batch
+	}()
 	n := b.lineCount + 1
 	if cap(b.events) < n {
-		b.events, b.lines = make([]Event, 0, n), make([]int, 0, n)
+		b.events, b.lines, b.bodies = make([]Event, 0, n), make([]int, 0, n), make([]int64, 0, n)
 	}
-	b.events, b.lines, b.fails = b.events[:0], b.lines[:0], nil
+	b.events, b.lines, b.bodies, b.fails = b.events[:0], b.lines[:0], b.bodies[:0], nil
 	for len(data) > 0 {
+		at := b.offset + int64(len(b.data)-len(data))
 		i := bytes.IndexByte(data, '\n')
 		text := data
 		if i >= 0 {
@@ -196,6 +254,8 @@ func (b *batch) parse(strict bool) {
 			}
 			b.events = append(b.events, e)
 			b.lines = append(b.lines, line)
+			// Body aliases text, so their capacities tell where it starts.
+			b.bodies = append(b.bodies, at+int64(cap(text)-cap(e.Body)))
 		}
 		in.take() // a failed line's patches
 		if strict && len(b.fails) > 0 {
@@ -249,6 +309,7 @@ type lineReader struct {
 	r      io.Reader
 	buf    []byte
 	line   int   // number of the first line in buf
+	offset int64 // where buf starts in the stream
 	skip   bool  // discarding the rest of an overlong line
 	skipAt int   // where in buf the overlong line's placeholder ends
 	long   []int // numbers of overlong lines not yet handed to a batch
@@ -257,7 +318,7 @@ type lineReader struct {
 	spare  []byte      // the buffer of the last recycled batch
 }
 
-const batchSize = 1 << 20
+const batchSize = 256 << 10
 
 // next returns the next batch, or nil at the end.
 func (lr *lineReader) next() (*batch, error) {
@@ -290,6 +351,7 @@ func (lr *lineReader) cut() *batch {
 func (lr *lineReader) take(n int, torn bool) *batch {
 	b := lr.newBatch()
 	b.buf, b.data, b.first, b.torn, b.long = lr.buf, lr.buf[:n:n], lr.line, torn, nil
+	b.offset, lr.offset = lr.offset, lr.offset+int64(n)
 	b.lineCount = bytes.Count(b.data, []byte{'\n'})
 	lr.line += b.lineCount
 	for len(lr.long) > 0 && (lr.long[0] < lr.line || torn) {
@@ -307,7 +369,7 @@ func (lr *lineReader) newBatch() *batch {
 	select {
 	case b := <-lr.free:
 		lr.spare = b.buf
-		return &batch{events: b.events, lines: b.lines}
+		return &batch{events: b.events, lines: b.lines, bodies: b.bodies, extra: b.extra, owners: b.owners, patches: b.patches}
 	default:
 		return &batch{}
 	}

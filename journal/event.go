@@ -4,9 +4,11 @@
 //
 // The event types here are pure data: they never name a vendor's wire format.
 // The package is pure (no os, net, time or math/rand): it parses and checks
-// lines (ParseLine, Decode, Scan, Check, Verify, VerifyTail), builds chains
-// (Writer, Seal, Encode), summarizes a journal for the manifest (Summarize)
-// and merges copies (Merge). Durable appends to the file live in
+// lines (ParseLine, Decode, Scan, Check, Verify, VerifyTail), streams a
+// journal of any length in bounded memory (Each, EachWith, ScanWith, with a
+// step on the parsing goroutines), builds chains (Writer, Seal, Encode),
+// summarizes a journal for the manifest (Summarize) and merges copies
+// (Merge in memory, MergeTo as they stream by). Durable appends to the file live in
 // journal/logfile. Any package may import it. The format is docs/FORMAT.md
 // §7; tests cite its sections.
 package journal

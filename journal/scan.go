@@ -377,3 +377,26 @@ func isShortInteger(lit []byte) bool {
 	}
 	return true
 }
+
+// Member is one member of a JSON object: its name as written (without the
+// quotes) and its value's text.
+type Member struct {
+	Name, Value []byte
+}
+
+// Members returns the top-level members of obj, which must be one JSON
+// object in canonical form (an event's Body is), appended to dst. It reads
+// obj once and allocates only to grow dst, so a reader that needs a few
+// fields of many bodies (a timeline) can skip a full decode.
+func Members(dst []Member, obj []byte) ([]Member, error) {
+	var buf [16]span
+	s := scanner{b: obj}
+	spans, err := s.topLevel(buf[:0])
+	if err != nil {
+		return dst, err
+	}
+	for _, sp := range spans {
+		dst = append(dst, Member{Name: sp.name, Value: obj[sp.vstart:sp.end]})
+	}
+	return dst, nil
+}

@@ -3,6 +3,7 @@ package journal
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 )
@@ -113,10 +114,9 @@ func mergeProblems(a, b []Problem) []Problem {
 type chain struct {
 	machine string
 	head    Head
-	line    int      // line of the head
-	ids     []uint64 // ids[seq-1-base]: the first 64 bits of each id, to tell duplicates from forks
-	lines   []int
-	base    uint64 // seqs up to base were committed before the checked text
+	line    int        // line of the head
+	seen    seqHistory // of each seq after base: id prefix and line, to tell duplicates from forks
+	base    uint64     // seqs up to base were committed before the checked text
 }
 
 // position is an event's place in the total order.
@@ -194,8 +194,8 @@ func (c *checker) add(e *Event, line int) {
 	c.link(ch, e, line)
 	ch.head = Head{Seq: e.Seq, ID: e.ID, Clock: e.Clock, Epoch: e.Epoch}
 	ch.line = line
-	if uint64(len(ch.ids))+ch.base == e.Seq-1 { // after a gap, stop remembering
-		ch.ids, ch.lines = append(ch.ids, idPrefix(e.ID)), append(ch.lines, line)
+	if uint64(ch.seen.len())+ch.base == e.Seq-1 { // after a gap, stop remembering
+		ch.seen.add(idPrefix(e.ID), line)
 	}
 }
 
@@ -221,10 +221,10 @@ func (c *checker) repeat(ch *chain, e *Event, line int) {
 	switch {
 	case e.Seq <= ch.base:
 		c.report(line, e, CodeSeq, "seq %d is already committed (committed head is seq %d)", e.Seq, ch.base)
-	case i < len(ch.ids) && ch.ids[i] == idPrefix(e.ID):
-		c.report(line, e, CodeDuplicate, "event %s (seq %d) repeats line %d", e.ID, e.Seq, ch.lines[i])
-	case i < len(ch.ids):
-		c.report(line, e, CodeFork, "seq %d is %s here but a different event at line %d", e.Seq, e.ID, ch.lines[i])
+	case i < ch.seen.len() && ch.seen.id(i) == idPrefix(e.ID):
+		c.report(line, e, CodeDuplicate, "event %s (seq %d) repeats line %d", e.ID, e.Seq, ch.seen.line(i))
+	case i < ch.seen.len():
+		c.report(line, e, CodeFork, "seq %d is %s here but a different event at line %d", e.Seq, e.ID, ch.seen.line(i))
 	default:
 		c.report(line, e, CodeSeq, "seq %d does not follow seq %d%s", e.Seq, ch.head.Seq, lineRef(ch.line))
 	}
@@ -278,3 +278,30 @@ var hexDigit = func() (t [256]uint8) {
 	}
 	return t
 }()
+
+// seqHistory remembers, for each event of a chain, the first 64 bits of its id
+// and its line, in twelve bytes and in fixed chunks: a long journal's
+// seqHistory grows without the copies (and twice the memory) of a doubling
+// slice.
+type seqHistory struct {
+	ids   []*[histChunk]uint64
+	lines []*[histChunk]uint32
+	n     int
+}
+
+const histChunk = 1 << 14
+
+func (h *seqHistory) len() int { return h.n }
+
+func (h *seqHistory) add(id uint64, line int) {
+	if h.n%histChunk == 0 {
+		h.ids = append(h.ids, new([histChunk]uint64))
+		h.lines = append(h.lines, new([histChunk]uint32))
+	}
+	h.ids[h.n/histChunk][h.n%histChunk] = id
+	h.lines[h.n/histChunk][h.n%histChunk] = uint32(min(line, math.MaxUint32))
+	h.n++
+}
+
+func (h *seqHistory) id(i int) uint64 { return h.ids[i/histChunk][i%histChunk] }
+func (h *seqHistory) line(i int) int  { return int(h.lines[i/histChunk][i%histChunk]) }

@@ -13,7 +13,7 @@ const SyntheticResult = "tool call interrupted: no result recorded"
 
 // builder holds the state of one render.
 type builder struct {
-	events   []journal.Event
+	src      source
 	t        Target
 	caps     Caps
 	own      journal.Producer
@@ -28,14 +28,14 @@ type builder struct {
 	tools     []Tool // the target's tools under their request names
 }
 
-func newBuilder(events []journal.Event, t Target) *builder {
+func newBuilder(src source, t Target) *builder {
 	caps := t.Capabilities()
 	enc := caps.Tokenizer
 	if enc == "" {
 		enc = o200k
 	}
 	b := &builder{
-		events: events, t: t, caps: caps, own: t.Producer(),
+		src: src, t: t, caps: caps, own: t.Producer(),
 		cnt:      newCounter(enc),
 		declared: map[string]bool{}, stubs: map[string]bool{}, wireNames: map[string]string{},
 	}
@@ -43,7 +43,7 @@ func newBuilder(events []journal.Event, t Target) *builder {
 		b.declared[tool.Name] = true
 	}
 	b.report.API, b.report.Provider, b.report.Model = t.API, b.own.Provider, t.Model
-	b.report.Events = len(events)
+	b.report.Events = src.len()
 	b.report.Tokens.Tokenizer = enc
 	b.report.Tokens.Exact = caps.Tokenizer != ""
 	return b
@@ -101,7 +101,7 @@ func (b *builder) noteBlank(event int32, what, callID string) {
 // decode fully decodes event i's body into v; a body that does not decode
 // is recorded as malformed and skipped.
 func (b *builder) decode(i int32, v any) bool {
-	if err := json.Unmarshal(b.events[i].Body, v); err != nil {
+	if err := json.Unmarshal(b.src.body(i), v); err != nil {
 		b.report.Malformed = append(b.report.Malformed, int(i))
 		return false
 	}
@@ -116,7 +116,7 @@ func (b *builder) buildStep(u *unit) (Item, bool) {
 	aborted := b.aborted(u)
 	k := 0 // index into calls, which follow the order of tool_call events
 	for _, i := range b.seg.eventsOf(u) {
-		switch b.events[i].Kind {
+		switch b.src.kind(i) {
 		case journal.KindReasoning:
 			b.addReasoning(st, aborted, i)
 		case journal.KindAssistant:
@@ -149,11 +149,11 @@ func (b *builder) buildStep(u *unit) (Item, bool) {
 // get their results or the synthetic one).
 func (b *builder) aborted(u *unit) bool {
 	for _, i := range b.seg.eventsOf(u) {
-		if b.events[i].Kind != journal.KindAssistant {
+		if b.src.kind(i) != journal.KindAssistant {
 			continue
 		}
 		f := [1]field{{key: "stop_reason"}}
-		if scanFields(b.events[i].Body, f[:]) && (rawEquals(f[0].raw, "error") || rawEquals(f[0].raw, "aborted")) {
+		if scanFields(b.src.body(i), f[:]) && (rawEquals(f[0].raw, "error") || rawEquals(f[0].raw, "aborted")) {
 			return true
 		}
 	}
@@ -228,14 +228,14 @@ func (b *builder) signedEmpty(st *Step, m *journal.AssistantMessage) bool {
 
 func (b *builder) addCall(st *Step, c *callRef, i int32) {
 	var tc journal.ToolCall
-	if err := json.Unmarshal(b.events[i].Body, &tc); err != nil {
+	if err := json.Unmarshal(b.src.body(i), &tc); err != nil {
 		// The header was readable, so the call exists; keep it with its
 		// ID and name and no arguments.
 		b.report.Malformed = append(b.report.Malformed, int(i))
 		tc = journal.ToolCall{}
 	}
 	obj, text := argumentForms(&tc)
-	id, journalName := c.id(), c.name()
+	id, journalName := b.callID(c), b.seg.callName(c)
 	name := b.wireName(journalName)
 	p := Part{Kind: PartCall, Call: Call{ID: id, JournalID: id, Name: name, JournalName: journalName, Arguments: obj, ArgumentsText: text}}
 	if st.Own {
@@ -254,7 +254,7 @@ func (b *builder) addCall(st *Step, c *callRef, i int32) {
 
 // result decodes the result paired with c, or makes the synthetic one.
 func (b *builder) result(c callRef) Result {
-	r := Result{CallID: c.id(), Name: b.wireName(c.name())}
+	r := Result{CallID: b.callID(&c), Name: b.wireName(b.seg.callName(&c))}
 	var tr journal.ToolResult
 	if c.result < 0 {
 		r.Content, r.IsError, r.Synthetic = SyntheticResult, true, true
@@ -272,6 +272,13 @@ func (b *builder) result(c callRef) Result {
 	}
 	r.tokens = b.cnt.count(r.Content) + perResult
 	return r
+}
+
+// callID reads a call's ID from its body, as segmentation read it.
+func (b *builder) callID(c *callRef) string {
+	h, _ := readHeader(journal.KindToolCall, b.src.body(c.event))
+	s, _ := rawString(h.callID)
+	return s
 }
 
 // stubTokens is the framing of one tool declaration.

@@ -41,7 +41,7 @@ func newDigester(b *builder) *digester {
 // summary counts the dropped units and events before cut and the tools
 // their calls used, sorted.
 func (d *digester) summary(cut int) (units, events int, tools []string) {
-	seen := map[string]bool{}
+	seen := map[int32]bool{}
 	for i := 0; i < cut; i++ {
 		u := &d.b.seg.units[i]
 		if u.kind == unitInstr {
@@ -50,9 +50,9 @@ func (d *digester) summary(cut int) (units, events int, tools []string) {
 		units++
 		events += u.size()
 		for _, c := range d.b.seg.callsOf(u) {
-			if !seen[string(c.nameRaw)] {
-				seen[string(c.nameRaw)] = true
-				tools = append(tools, c.name())
+			if !seen[c.name] {
+				seen[c.name] = true
+				tools = append(tools, d.b.seg.callName(&c))
 			}
 		}
 	}

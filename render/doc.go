@@ -114,4 +114,16 @@
 // need, and in the larger of its forms where a step may go as text) do
 // not fit (Report.Tokens.OverBudget).
 // Counting memoizes pre-token pieces for the length of one render only.
+//
+// # Journals longer than memory
+//
+// NewPlan takes the events in memory. An Index is the same journal read
+// once as it streams by (journal.EachWith with ReadHeader on the parsing
+// goroutines, then Index.AddHeader in order): it keeps the segmentation,
+// which holds no body text, and where each body sits in the file, and
+// Index.Plan reads back only the bodies of what the window keeps (and of
+// the instructions, the last dropped user request and the newest usage
+// records). Its plan is NewPlan's for the same events, byte for byte;
+// capsule render uses it, so rendering a journal of any length holds the
+// window and about forty bytes per event.
 package render

@@ -9,11 +9,11 @@ import "github.com/agentcapsule/capsule/journal"
 // or start text, fit the window: the condition under which the fitter
 // promises an estimate within the window. Tests only.
 func MinimumFits(events []journal.Event, t Target) bool {
-	b := newBuilder(events, t)
+	b := newBuilder(memSource(events), t)
 	b.seg = segment(events)
 	b.mapToolNames()
 	b.tools = b.wireTools(t.Tools)
-	factor, _ := calibrate(events, b.seg.usage, b.own, t.API, b.caps)
+	factor, _ := calibrate(memSource(events), &b.seg, b.own, t.API, b.caps)
 	base := baseBudget(b.budget(), factor)
 	_, fixed := b.instructions()
 	fixed += priming + b.toolTokens(b.tools)

@@ -25,12 +25,17 @@ func NewPlan(events []journal.Event, t Target) (*Plan, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	b := newBuilder(events, t)
-	b.seg = segment(events)
+	return newPlan(memSource(events), segment(events), t)
+}
+
+// newPlan plans a segmented journal whose bodies src reads.
+func newPlan(src source, seg segmentation, t Target) (*Plan, error) {
+	b := newBuilder(src, t)
+	b.seg = seg
 	b.noteSegmentation()
 	b.mapToolNames()
 	b.tools = b.wireTools(t.Tools)
-	factor, calibration := calibrate(events, b.seg.usage, b.own, t.API, b.caps)
+	factor, calibration := calibrate(src, &b.seg, b.own, t.API, b.caps)
 	budget := b.budget()
 	base := baseBudget(budget, factor)
 	instrs, fixed := b.instructions()

@@ -128,21 +128,20 @@ func defaultFactor(api API, caps Caps) float64 {
 // Report.BaseTokens of the render that was sent), over the newest
 // matching usage events, with a 5% margin, clamped to [1, 2]. Targets with
 // an exact tokenizer keep factor 1. It is a pure function of the journal.
-func calibrate(events []journal.Event, usage []int32, own journal.Producer, api API, caps Caps) (float64, int) {
+func calibrate(src source, seg *segmentation, own journal.Producer, api API, caps Caps) (float64, int) {
 	def := defaultFactor(api, caps)
 	if caps.Tokenizer != "" {
 		return def, 0
 	}
 	var in, est int64
 	n := 0
-	for k := len(usage) - 1; k >= 0 && n < calibrationEvents; k-- {
-		body := events[usage[k]].Body
-		f := [1]field{{key: "producer"}}
-		if !scanFields(body, f[:]) || !mentions(f[0].raw, own.Provider) {
-			continue // another provider's usage: skip it without decoding
+	for k := len(seg.usage) - 1; k >= 0 && n < calibrationEvents; k-- {
+		p := seg.usageOf[k]
+		if p < 0 || !mentions(seg.usageProducers[p], own.Provider) {
+			continue // another provider's usage: skip it without reading it
 		}
 		var u journal.Usage
-		if json.Unmarshal(body, &u) != nil {
+		if json.Unmarshal(src.body(seg.usage[k]), &u) != nil {
 			continue
 		}
 		if u.Producer.Provider != own.Provider || u.EstimatedTokens <= 0 || u.InputTokens <= 0 {

@@ -15,19 +15,21 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/journal/logfile"
+	rt "github.com/agentcapsule/capsule/render/rendertest"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: journalbench fsync|append|gen|verify|merge [flags]")
+		fmt.Fprintln(os.Stderr, "usage: journalbench fsync|append|gen|genrender|genmerge|verify|merge [flags]")
 		os.Exit(2)
 	}
 	cmds := map[string]func([]string) error{
-		"fsync": benchFsync, "append": benchAppend, "gen": gen, "verify": benchVerify, "merge": benchMerge,
+		"fsync": benchFsync, "append": benchAppend, "gen": gen, "genrender": genRender, "genmerge": genMerge, "verify": benchVerify, "merge": benchMerge,
 	}
 	run, ok := cmds[os.Args[1]]
 	if !ok {
@@ -162,6 +164,28 @@ func generate(n, t0, machines int, c0 uint64) []journal.Event {
 	return out
 }
 
+// genRender writes a verified journal of about n events of a coding
+// agent's conversation (rendertest.Long: user turns, reasoning, parallel
+// calls, results of a few kilobytes, answers, usage), for bench/render.sh.
+func genRender(args []string) error {
+	fs := flag.NewFlagSet("genrender", flag.ExitOnError)
+	n := fs.Int("n", 100000, "events")
+	out := fs.String("o", "render.jsonl", "output file")
+	fs.Parse(args)
+	events := rt.Long(*n, rt.Claude)
+	var prev journal.Head
+	for i := range events {
+		e := &events[i]
+		e.Machine, e.Seq, e.Prev, e.Clock = "m0123456789abcdefghijklmnop", prev.Seq+1, prev.ID, prev.Clock+1
+		e.Time = "2026-01-01T00:00:00Z"
+		if err := journal.Seal(e); err != nil {
+			return err
+		}
+		prev = journal.Head{Seq: e.Seq, ID: e.ID, Clock: e.Clock}
+	}
+	return write(*out, events)
+}
+
 func write(path string, events []journal.Event) error {
 	var buf bytes.Buffer
 	for i := range events {
@@ -201,8 +225,23 @@ func benchVerify(args []string) error {
 		return fmt.Errorf("%d problems, first %v", len(probs), probs[0])
 	}
 	info, _ := f.Stat()
-	fmt.Printf("verify %.1f MB/s (%d events, %d bytes, %.3f s)\n", float64(info.Size())/el.Seconds()/1e6, events, info.Size(), el.Seconds())
+	fmt.Printf("verify %.1f MB/s (%d events, %d bytes, %.3f s, peak RSS %d MiB)\n", float64(info.Size())/el.Seconds()/1e6, events, info.Size(), el.Seconds(), maxRSS())
 	return nil
+}
+
+// genMerge writes two verified journals of n events each that share n/2,
+// for `capsule log merge` in bench/journal.sh.
+func genMerge(args []string) error {
+	fs := flag.NewFlagSet("genmerge", flag.ExitOnError)
+	n := fs.Int("n", 100000, "events in each journal")
+	a := fs.String("a", "a.jsonl", "first output file")
+	b := fs.String("b", "b.jsonl", "second output file")
+	fs.Parse(args)
+	shared := generate(*n/2, 0, 4, 0)
+	if err := write(*a, fork(shared, "a", *n-*n/2)); err != nil {
+		return err
+	}
+	return write(*b, fork(shared, "b", *n-*n/2))
 }
 
 // benchMerge merges two journals of n events each sharing n/2.
@@ -219,8 +258,17 @@ func benchMerge(args []string) error {
 		return err
 	}
 	el := time.Since(start)
-	fmt.Printf("merge_%d %.3f s (%d + %d -> %d events)\n", *n, el.Seconds(), len(a), len(b), len(m))
+	fmt.Printf("merge_%d %.3f s (%d + %d -> %d events, in memory: peak RSS %d MiB)\n", *n, el.Seconds(), len(a), len(b), len(m), maxRSS())
 	return nil
+}
+
+// maxRSS is the process's peak resident set size in MiB.
+func maxRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss / 1024 // kilobytes on Linux
 }
 
 // fork continues a shared journal with k events of a machine of its own.

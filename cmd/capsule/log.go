@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -13,11 +14,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
@@ -79,11 +80,14 @@ func journalPath(p string) (path string, isCapsule bool, err error) {
 }
 
 func runLog(cmd *cobra.Command, target string, f logFlags) error {
+	defer boundHeap()()
 	path, isCapsule, err := journalPath(target)
 	if err != nil {
 		return err
 	}
-	p := newPrinter(cmd.OutOrStdout(), f)
+	out := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
+	defer out.Flush()
+	p := newPrinter(out, cmd.OutOrStdout(), f)
 	file, err := os.Open(path)
 	if err != nil {
 		return err
@@ -93,9 +97,15 @@ func runLog(cmd *cobra.Command, target string, f logFlags) error {
 	if err != nil {
 		return err
 	}
-	// Stream the journal as it is now: memory stays bounded however long it is.
-	probs, err := journal.Scan(io.LimitReader(file, info.Size()), func(e *journal.Event, _ int) { p.print(e) })
+	// Stream the journal as it is now: memory stays bounded however long
+	// it is, and the lines are formatted on every core.
+	probs, err := journal.ScanWith(io.LimitReader(file, info.Size()), p.format, func(_ *journal.Event, _ int, line []byte) {
+		out.Write(line)
+	})
 	if err != nil {
+		return err
+	}
+	if err := out.Flush(); err != nil {
 		return err
 	}
 	if isCapsule {
@@ -110,6 +120,24 @@ func runLog(cmd *cobra.Command, target string, f logFlags) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
 	return follow(ctx, path, wholeLines(file, info.Size()), p, 200*time.Millisecond)
+}
+
+// streamingHeap is the soft limit on the Go heap of the commands that
+// stream a journal (log, log verify, log merge, render). What they hold is
+// bounded by design (a few batches in flight, a dozen bytes per event for
+// the chain check or the render index); the limit makes the collector
+// reclaim the garbage of the stream before the heap doubles, which keeps
+// peak RSS under 100 MiB at a million events.
+const streamingHeap = 64 << 20
+
+// boundHeap sets that limit unless GOMEMLIMIT chose one, and returns a
+// function that restores the previous limit.
+func boundHeap() func() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(streamingHeap)
+	return func() { debug.SetMemoryLimit(prev) }
 }
 
 // maxShown bounds the problems `capsule log` prints: a file that is not a
@@ -209,7 +237,7 @@ func readNew(path string, off int64, p *printer, seen map[string]bool) (int64, e
 			p.printLine(line, seen)
 		}
 	}
-	return off + int64(end), nil
+	return off + int64(end), p.flush()
 }
 
 func (p *printer) printLine(line []byte, seen map[string]bool) {
@@ -223,157 +251,6 @@ func (p *printer) printLine(line []byte, seen map[string]bool) {
 	}
 	seen[e.ID] = true
 	p.print(&e)
-}
-
-// printer writes events as a timeline or as raw lines.
-type printer struct {
-	w         io.Writer
-	json      bool
-	kinds     map[journal.Kind]bool
-	color     bool
-	rewritten bool
-}
-
-func newPrinter(w io.Writer, f logFlags) *printer {
-	p := &printer{w: w, json: f.json}
-	if len(f.kinds) > 0 {
-		p.kinds = map[journal.Kind]bool{}
-		for _, k := range f.kinds {
-			p.kinds[journal.Kind(k)] = true
-		}
-	}
-	if file, ok := w.(*os.File); ok && !f.json && os.Getenv("NO_COLOR") == "" {
-		p.color = term.IsTerminal(int(file.Fd()))
-	}
-	return p
-}
-
-func (p *printer) print(e *journal.Event) {
-	if p.kinds != nil && !p.kinds[e.Kind] {
-		return
-	}
-	if p.json {
-		fmt.Fprintf(p.w, "%s\n", journal.Encode(*e))
-		return
-	}
-	kind := fmt.Sprintf("%-12s", e.Kind)
-	if p.color {
-		kind = colorOf(e.Kind) + kind + "\x1b[0m"
-	}
-	fmt.Fprintf(p.w, "%-20s %-10s %6d %4d  %s %s\n", displayTime(e.Time), shortMachine(e.Machine), e.Clock, e.Epoch, kind, summarize(e))
-}
-
-func displayTime(t string) string {
-	if t == "" {
-		return "-"
-	}
-	if len(t) >= 19 {
-		return t[:10] + " " + t[11:19]
-	}
-	return t
-}
-
-func shortMachine(m string) string {
-	if len(m) > 10 {
-		return m[:10]
-	}
-	return m
-}
-
-func colorOf(k journal.Kind) string {
-	switch k {
-	case journal.KindUser:
-		return "\x1b[32m"
-	case journal.KindAssistant, journal.KindReasoning:
-		return "\x1b[36m"
-	case journal.KindToolCall, journal.KindToolResult:
-		return "\x1b[33m"
-	case journal.KindFrozen, journal.KindResumed, journal.KindMoved, journal.KindEpoch, journal.KindModelChange:
-		return "\x1b[35m"
-	}
-	return "\x1b[2m"
-}
-
-// summarize renders one line for an event.
-func summarize(e *journal.Event) string {
-	if !e.Kind.Known() {
-		return fmt.Sprintf("(kind unknown to this release, %d bytes kept as written)", len(e.Body))
-	}
-	return clipLine(summaries[e.Kind](e.Body))
-}
-
-// decodeAs unmarshals a body into T for display; a body that does not
-// decode shows as its zero value.
-func decodeAs[T any](body []byte) T {
-	var v T
-	_ = json.Unmarshal(body, &v)
-	return v
-}
-
-var summaries = map[journal.Kind]func([]byte) string{
-	journal.KindInstruction: func(b []byte) string {
-		v := decodeAs[journal.Instruction](b)
-		return "[" + v.Role + "] " + v.Text
-	},
-	journal.KindUser: func(b []byte) string {
-		v := decodeAs[journal.UserMessage](b)
-		if len(v.Attachments) > 0 {
-			return fmt.Sprintf("%s (+%d attachment(s))", v.Text, len(v.Attachments))
-		}
-		return v.Text
-	},
-	journal.KindAssistant: func(b []byte) string {
-		v := decodeAs[journal.AssistantMessage](b)
-		return v.Producer.Model + ": " + v.Text
-	},
-	journal.KindReasoning: func(b []byte) string {
-		v := decodeAs[journal.Reasoning](b)
-		if v.Text == "" {
-			return v.Producer.Model + ": (opaque reasoning)"
-		}
-		return v.Producer.Model + ": " + v.Text
-	},
-	journal.KindToolCall: func(b []byte) string {
-		v := decodeAs[journal.ToolCall](b)
-		args := string(v.Arguments)
-		if args == "" {
-			args = v.RawArguments
-		}
-		return fmt.Sprintf("%s %s(%s)", v.CallID, v.Name, args)
-	},
-	journal.KindToolResult: func(b []byte) string {
-		v := decodeAs[journal.ToolResult](b)
-		if v.IsError {
-			return v.CallID + " -> [error] " + v.Content
-		}
-		return v.CallID + " -> " + v.Content
-	},
-	journal.KindModelChange: func(b []byte) string {
-		v := decodeAs[journal.ModelChange](b)
-		return "-> " + v.Provider + "/" + v.API + "/" + v.Model
-	},
-	journal.KindUsage: func(b []byte) string {
-		v := decodeAs[journal.Usage](b)
-		return fmt.Sprintf("%s: %d in, %d out (estimated %d)", v.Producer.Model, v.InputTokens, v.OutputTokens, v.EstimatedTokens)
-	},
-	journal.KindFrozen:  func(b []byte) string { return decodeAs[journal.Frozen](b).Reason },
-	journal.KindResumed: func(b []byte) string { return decodeAs[journal.Resumed](b).Reason },
-	journal.KindMoved: func(b []byte) string {
-		v := decodeAs[journal.Moved](b)
-		return fmt.Sprintf("%s -> %s (epoch %d)", v.From, v.To, v.Epoch)
-	},
-	journal.KindEpoch: func(b []byte) string {
-		v := decodeAs[journal.EpochStart](b)
-		return fmt.Sprintf("epoch %d held by %s", v.Epoch, v.Holder)
-	},
-}
-
-func clipLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 100 {
-		return string(r[:99]) + "…"
-	}
-	return s
 }
 
 // ---- capsule log verify ----
@@ -409,6 +286,7 @@ type verifyReport struct {
 }
 
 func runLogVerify(cmd *cobra.Command, target string, asJSON bool) error {
+	defer boundHeap()()
 	path, isCapsule, err := journalPath(target)
 	if err != nil {
 		return err
@@ -760,31 +638,77 @@ writes nothing.`,
 }
 
 func runLogMerge(cmd *cobra.Command, a, b, out string) error {
+	defer boundHeap()()
 	if info, err := os.Stat(out); err == nil && info.IsDir() {
 		return usageError{fmt.Errorf("-o %s is a folder; give a journal file name", out)}
 	}
-	ea, err := readVerified(a)
+	fa, err := openVerified(a)
 	if err != nil {
 		return err
 	}
-	eb, err := readVerified(b)
+	defer fa.Close()
+	fb, err := openVerified(b)
 	if err != nil {
 		return err
 	}
-	merged, err := journal.Merge(ea, eb)
+	defer fb.Close()
+	// Stream the union into the atomic writer: a fork or a union that does
+	// not verify fails the stream, and nothing is written.
+	pr, pw := io.Pipe()
+	var st journal.MergeStats
+	go func() {
+		bw := bufio.NewWriterSize(pw, 1<<20)
+		var err error
+		if st, err = journal.MergeTo(bw, fa, fb, fa.size, fb.size); err == nil {
+			err = bw.Flush()
+		}
+		if err != nil {
+			err = verifyError{fmt.Errorf("merge %s and %s: %w", a, b, err)}
+		}
+		pw.CloseWithError(err)
+	}()
+	err = vfs.WriteFileFrom(vfs.OS{}, out, pr, 0o644)
+	pr.CloseWithError(err) // stops the merge if the write failed first
 	if err != nil {
-		return verifyError{fmt.Errorf("merge %s and %s: %w", a, b, err)}
-	}
-	var buf bytes.Buffer
-	for i := range merged {
-		buf.Write(journal.Encode(merged[i]))
-		buf.WriteByte('\n')
-	}
-	if err := vfs.WriteFile(vfs.OS{}, out, buf.Bytes(), 0o644); err != nil {
+		var ve verifyError
+		if errors.As(err, &ve) {
+			return ve
+		}
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "merged %d + %d events into %d (%s)\n", len(ea), len(eb), len(merged), out)
+	fmt.Fprintf(cmd.OutOrStdout(), "merged %d + %d events into %d (%s)\n", st.A, st.B, st.Out, out)
 	return nil
+}
+
+// verifiedFile is an open journal file that verified, and its size.
+type verifiedFile struct {
+	*os.File
+	size int64
+}
+
+// openVerified opens a journal (capsule folder or file) and checks it as it
+// streams by; one that does not verify is refused.
+func openVerified(target string) (*verifiedFile, error) {
+	path, _, err := journalPath(target)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err == nil {
+		var probs []journal.Problem
+		if probs, err = journal.Scan(io.NewSectionReader(f, 0, info.Size()), nil); err == nil && len(probs) > 0 {
+			err = verifyError{fmt.Errorf("%s does not verify: %w", path, &journal.VerifyError{Problems: probs})}
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &verifiedFile{File: f, size: info.Size()}, nil
 }
 
 // readVerified reads a journal that must verify.

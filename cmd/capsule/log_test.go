@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,7 +207,7 @@ func TestFollowPrintsNewEvents(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.jsonl")
 	capsuleCLI(t, "log", "append", path, "--kind", "user", "--body", `{"text":"first"}`, "--machine", "m")
 	var buf syncBuffer
-	p := newPrinter(&buf, logFlags{json: true})
+	p := newPrinter(&buf, &buf, logFlags{json: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- follow(ctx, path, int64(len(mustRead(t, path))), p, 5*time.Millisecond) }()
@@ -254,5 +255,33 @@ func TestMachineIDCreatedOnce(t *testing.T) {
 	second, err := loadMachineID(path)
 	if err != nil || second != first || len(first) != 27 || first[0] != 'm' {
 		t.Errorf("ids %q then %q (%v)", first, second, err)
+	}
+}
+
+// TestClipLineMatchesFields pins clipLine's single pass to the definition
+// it replaced: strings.Fields joined by spaces, cut to 99 runes and an
+// ellipsis when longer than 100, invalid UTF-8 and Unicode spaces included.
+func TestClipLineMatchesFields(t *testing.T) {
+	want := func(s string) string {
+		s = strings.Join(strings.Fields(s), " ")
+		if r := []rune(s); len(r) > 100 {
+			return string(r[:99]) + "…"
+		}
+		return s
+	}
+	pieces := []string{"a", "word", " ", "\t\n", "\u00a0", "\u2003", "é", "日本", "\xff", "\ufffd", "\xe2\x82", "lorem ipsum "}
+	rng := rand.New(rand.NewPCG(1, 2))
+	cases := []string{"", "   ", strings.Repeat("x", 99), strings.Repeat("x", 100), strings.Repeat("x", 101), strings.Repeat("é ", 60)}
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for n := rng.IntN(80); n > 0; n-- {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		cases = append(cases, b.String())
+	}
+	for _, s := range cases {
+		if got, w := clipLine(s), want(s); got != w {
+			t.Fatalf("clipLine(%q) = %q, want %q", s, got, w)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,13 +76,9 @@ func runRender(cmd *cobra.Command, path string, f renderFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
-	events, err := renderJournal(path)
+	body, rep, err := renderFile(path, t)
 	if err != nil {
 		return err
-	}
-	body, rep, err := wire.Render(events, t)
-	if err != nil {
-		return fmt.Errorf("render: %w", err)
 	}
 	out := cmd.OutOrStdout()
 	if f.json {
@@ -121,25 +116,48 @@ func renderTarget(f renderFlags) (render.Target, error) {
 	return t, t.Validate()
 }
 
-// renderJournal reads a capsule's journal (or a .jsonl file) and puts its
-// events in total order.
-func renderJournal(path string) ([]journal.Event, error) {
+// renderFile renders a capsule's journal (or a .jsonl file) for t. It
+// streams the journal once into a render.Index, which keeps where each body
+// is and reads back only the bodies the window keeps; a journal whose lines
+// are not in total order is read whole and sorted instead, with the same
+// result.
+func renderFile(path string, t render.Target) ([]byte, *render.Report, error) {
+	defer boundHeap()()
 	if !strings.HasSuffix(path, ".jsonl") {
 		path = filepath.Join(path, "memory", "timeline_events.jsonl")
 	}
 	file, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer file.Close()
-	data, err := io.ReadAll(file)
-	if err != nil {
-		return nil, err
+	x := render.NewIndex(file)
+	err = journal.EachWith(file, render.ReadHeader, func(e *journal.Event, pos journal.Pos, h render.Header) error {
+		return x.AddHeader(e, pos.Body, h)
+	})
+	var body []byte
+	var rep *render.Report
+	switch {
+	case errors.Is(err, render.ErrOrder):
+		body, rep, err = renderSorted(file, t)
+	case err == nil:
+		body, rep, err = wire.RenderIndex(x, t)
+	default:
+		return nil, nil, verifyError{fmt.Errorf("%s: %w", path, err)}
 	}
-	events, err := journal.Decode(bytes.NewReader(data))
 	if err != nil {
-		return nil, verifyError{fmt.Errorf("%s: %w", path, err)}
+		return nil, nil, fmt.Errorf("render: %w", err)
+	}
+	return body, rep, nil
+}
+
+// renderSorted reads a journal whose lines are out of order whole and
+// puts its events in total order before rendering.
+func renderSorted(file *os.File, t render.Target) ([]byte, *render.Report, error) {
+	events, err := journal.Decode(io.NewSectionReader(file, 0, 1<<62))
+	if err != nil {
+		return nil, nil, err
 	}
 	journal.Sort(events)
-	return events, nil
+	return wire.Render(events, t)
 }

@@ -3,6 +3,11 @@
 // share one fsync, fenced by the holder epoch, and recovered on open by
 // moving a torn last line to a quarantine file (docs/FORMAT.md §7.8).
 //
+// Open reads the file once, as it streams by: it can check the manifest's
+// record of the committed prefix (Config.Expect) and hand every event to
+// the caller (Config.Visit) in that same pass; Each streams a journal's
+// complete lines without opening it for writing.
+//
 // It owns one journal file (memory/timeline_events.jsonl) through a vfs.FS;
 // the rules for what goes in the file live in package journal. The capsule,
 // node and command packages import it; the pure packages never do.
@@ -14,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -35,6 +41,9 @@ var (
 	// ErrShort marks a journal shorter than the prefix a manifest committed:
 	// committed events were lost, which no crash of a correct writer causes.
 	ErrShort = errors.New("logfile: journal shorter than committed")
+	// ErrCommitted marks a journal whose committed prefix is not the one
+	// Config.Expect records.
+	ErrCommitted = errors.New("logfile: committed journal does not match its record")
 )
 
 // Config says which journal to open and under which holder epoch.
@@ -51,6 +60,20 @@ type Config struct {
 	// Open never moves those to quarantine: a bad line inside them is
 	// corruption, not a torn append, and Open fails instead.
 	Committed int64
+	// Expect, when set, is the manifest's record of the committed journal
+	// (its Bytes is then the committed length, whatever Committed says).
+	// Open checks it in the same pass that loads the log: the first
+	// Expect.Bytes bytes hash to Expect.Digest and end with a newline, and
+	// the heads after Expect.Events events are Expect.Heads; otherwise it
+	// fails with ErrCommitted. A caller that sets it need not read the
+	// committed prefix again to check it.
+	Expect *journal.Summary
+	// Visit, when set, is called with every event Open reads, in file
+	// order, with its line number (the whole journal, torn last line
+	// excepted). The event's Body aliases a buffer reused once Visit
+	// returns. It lets a caller gather what it needs of the journal (its
+	// attachments, counts) without reading it again.
+	Visit func(e *journal.Event, line int)
 }
 
 // Quarantine describes a torn or unparsable last line that Open moved out
@@ -124,7 +147,7 @@ func Open(cfg Config) (*Log, error) {
 	l := &Log{fsys: fsys, path: cfg.Path, epoch: cfg.Epoch}
 	l.cond = sync.NewCond(&l.mu)
 	l.arrived = make(chan struct{}, 1)
-	if err := l.open(cfg.Committed); err != nil {
+	if err := l.open(cfg); err != nil {
 		if l.f != nil {
 			l.f.Close()
 		}
@@ -133,7 +156,11 @@ func Open(cfg Config) (*Log, error) {
 	return l, nil
 }
 
-func (l *Log) open(committed int64) error {
+func (l *Log) open(cfg Config) error {
+	committed := cfg.Committed
+	if cfg.Expect != nil {
+		committed = cfg.Expect.Bytes
+	}
 	if err := l.create(); err != nil {
 		return err
 	}
@@ -152,8 +179,12 @@ func (l *Log) open(committed int64) error {
 		return err
 	}
 	h := digest.NewHasher()
-	var ld loader
-	probs, err := journal.Scan(io.TeeReader(f, h), ld.visit)
+	pre := &prefixHash{h: digest.NewHasher(), limit: committed}
+	ld := loader{visit: cfg.Visit}
+	if cfg.Expect != nil {
+		ld.at = cfg.Expect.Events
+	}
+	probs, err := journal.Scan(io.TeeReader(f, io.MultiWriter(h, pre)), ld.visitEvent)
 	if err != nil {
 		return err
 	}
@@ -170,6 +201,11 @@ func (l *Log) open(committed int64) error {
 	if good < committed {
 		return fmt.Errorf("%w: the journal has %d bytes, fewer than the %d the manifest committed", ErrShort, good, committed)
 	}
+	if cfg.Expect != nil {
+		if err := pre.check(*cfg.Expect, ld.headsAt); err != nil {
+			return err
+		}
+	}
 	sum := journal.Summary{Events: ld.events, Bytes: good, Heads: ld.heads}
 	l.state = state{sum: journal.NewSummarizerFrom(sum, h), last: ld.last, size: good}
 	l.epoch = max(l.epoch, ld.epoch)
@@ -179,13 +215,19 @@ func (l *Log) open(committed int64) error {
 
 // loader collects what the log needs from a journal streaming past.
 type loader struct {
-	events int64
-	heads  map[string]journal.Head
-	last   journal.Event
-	epoch  uint64
+	events  int64
+	heads   map[string]journal.Head
+	last    journal.Event
+	epoch   uint64
+	at      int64                   // how many events are committed
+	headsAt map[string]journal.Head // the heads after them
+	visit   func(*journal.Event, int)
 }
 
-func (ld *loader) visit(e *journal.Event, _ int) {
+func (ld *loader) visitEvent(e *journal.Event, line int) {
+	if ld.visit != nil {
+		ld.visit(e, line)
+	}
 	if ld.heads == nil {
 		ld.heads = map[string]journal.Head{}
 	}
@@ -197,6 +239,42 @@ func (ld *loader) visit(e *journal.Event, _ int) {
 		ld.last = envelope(*e)
 	}
 	ld.epoch = max(ld.epoch, e.Epoch)
+	if ld.events == ld.at {
+		ld.headsAt = maps.Clone(ld.heads)
+	}
+}
+
+// prefixHash hashes the first limit bytes written to it and remembers the
+// last of them.
+type prefixHash struct {
+	h     *digest.Hasher
+	limit int64
+	last  byte
+}
+
+func (p *prefixHash) Write(b []byte) (int, error) {
+	if n := p.limit - p.h.Size(); n > 0 {
+		b := b[:min(int64(len(b)), n)]
+		p.h.Write(b)
+		p.last = b[len(b)-1]
+	}
+	return len(b), nil
+}
+
+// check compares the committed prefix with its record.
+func (p *prefixHash) check(want journal.Summary, heads map[string]journal.Head) error {
+	if heads == nil && want.Events == 0 {
+		heads = map[string]journal.Head{}
+	}
+	switch got := p.h.Digest(); {
+	case got != want.Digest:
+		return fmt.Errorf("%w: the committed %d bytes hash to %s, the record says %s", ErrCommitted, want.Bytes, got, want.Digest)
+	case want.Bytes > 0 && p.last != '\n':
+		return fmt.Errorf("%w: the committed prefix does not end with a newline", ErrCommitted)
+	case !maps.Equal(heads, want.Heads) && !(len(heads) == 0 && len(want.Heads) == 0):
+		return fmt.Errorf("%w: the heads after %d events are not the recorded heads", ErrCommitted, want.Events)
+	}
+	return nil
 }
 
 // create makes an empty journal file durable when there is none.

@@ -34,6 +34,21 @@ func Render(events []journal.Event, t render.Target) ([]byte, *render.Report, er
 	return body, &p.Report, nil
 }
 
+// RenderIndex is Render for a journal read as it streamed by (see
+// render.Index): the same bytes and report as Render of the same events,
+// reading from the file only the bodies the plan keeps.
+func RenderIndex(x *render.Index, t render.Target) ([]byte, *render.Report, error) {
+	p, err := x.Plan(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := Body(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return body, &p.Report, nil
+}
+
 // Body marshals a plan into its API's request body.
 func Body(p *render.Plan) ([]byte, error) {
 	var v any
