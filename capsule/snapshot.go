@@ -15,7 +15,6 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/internal/par"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
@@ -290,51 +289,49 @@ func (w *walker) hashFiles(cfg SnapshotConfig) error {
 }
 
 // storeMissing copies into store each distinct blob it lacks, reading the
-// file again and checking it still hashes the same.
+// file again and checking it still hashes the same. The blobs go through
+// one blobBatch: a few durable steps for the lot, not two per blob.
 func (w *walker) storeMissing(store *BlobStore, cfg SnapshotConfig, res *SnapshotResult) error {
-	first := map[digest.Digest]int{}
-	var todo []int
-	for i, f := range w.files {
-		if _, seen := first[f.Blob]; seen {
-			continue
-		}
-		first[f.Blob] = i
-		if has, err := store.Has(f.Blob); err != nil {
-			return fmt.Errorf("snapshot: %w", err)
-		} else if !has {
-			todo = append(todo, i)
-		}
-	}
+	batch := newBlobBatch(store)
 	var mu sync.Mutex
-	errs := make([]error, len(todo))
-	par.Do(len(todo), workers(cfg.Workers), func(k int) {
-		f := w.files[todo[k]]
-		errs[k] = w.storeOne(store, f)
-		if errs[k] == nil {
+	errs := make([]error, len(w.files))
+	par.Do(len(w.files), workers(cfg.Workers), func(i int) {
+		f := w.files[i]
+		stored, err := w.storeOne(batch, f)
+		errs[i] = err
+		if stored {
 			mu.Lock()
 			res.NewBlobs++
 			res.NewBytes += f.Size
 			mu.Unlock()
 		}
 	})
-	if err := errors.Join(errs...); err != nil {
+	err := errors.Join(errs...)
+	if cerr := batch.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil
 }
 
-func (w *walker) storeOne(store *BlobStore, f Entry) error {
+// storeOne adds f's blob to batch unless the store or the batch has it.
+func (w *walker) storeOne(batch *blobBatch, f Entry) (bool, error) {
+	if has, err := batch.s.Has(f.Blob); err != nil || has {
+		return false, err
+	}
 	src, err := w.fsys.Open(hostPath(w.root, f.Path))
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer src.Close()
-	_, err = store.PutExpect(f.Blob, src)
+	stored, err := batch.Add(f.Blob, src)
 	var de *DigestError
 	if errors.As(err, &de) {
-		return fmt.Errorf("%s changed while it was being recorded; record again", f.Path)
+		return false, fmt.Errorf("%s changed while it was being recorded; record again", f.Path)
 	}
-	return err
+	return stored, err
 }
 
 // entries returns every recorded entry sorted by path: the files, the
