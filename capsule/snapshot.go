@@ -12,10 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
-	"github.com/agentcapsule/capsule/internal/par"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
 	ignore "github.com/sabhiram/go-gitignore"
@@ -98,11 +96,8 @@ func BuildSnapshot(dir string, store *BlobStore, cfg SnapshotConfig, exclude str
 		return nil, nil, err
 	}
 	w.dropEscapingLinks()
-	if err := w.hashFiles(cfg); err != nil {
-		return nil, nil, err
-	}
 	res := &SnapshotResult{Ignored: w.ignored, Skipped: w.skipped}
-	if err := w.storeMissing(store, cfg, res); err != nil {
+	if err := w.record(store, cfg, res); err != nil {
 		return nil, nil, err
 	}
 	s := &Snapshot{Version: SnapshotVersion, Entries: w.entries()}
@@ -223,7 +218,8 @@ func (w *walker) entry(p string, e fs.DirEntry) error {
 		if err != nil {
 			return fmt.Errorf("snapshot: %w", err)
 		}
-		w.files = append(w.files, Entry{Path: p, Type: TypeFile, Exec: fi.Mode()&0o111 != 0})
+		// Size is the walk's until the file is read (progress's total).
+		w.files = append(w.files, Entry{Path: p, Type: TypeFile, Exec: fi.Mode()&0o111 != 0, Size: fi.Size()})
 		return nil
 	case t&fs.ModeSymlink != 0:
 		return w.link(p)
@@ -263,75 +259,6 @@ func (w *walker) dropEscapingLinks() {
 			}
 		}
 	}
-}
-
-// hashFiles hashes every file on cfg.Workers goroutines.
-func (w *walker) hashFiles(cfg SnapshotConfig) error {
-	if st, ok := cfg.Progress.(interface{ SetTotal(int64) }); ok {
-		var total int64
-		for _, f := range w.files {
-			if fi, err := w.fsys.Lstat(hostPath(w.root, f.Path)); err == nil {
-				total += fi.Size()
-			}
-		}
-		st.SetTotal(total)
-	}
-	p := newLockedProgress(cfg.Progress)
-	errs := make([]error, len(w.files))
-	par.Do(len(w.files), workers(cfg.Workers), func(i int) {
-		f := &w.files[i]
-		f.Blob, f.Size, errs[i] = hashFile(w.fsys, hostPath(w.root, f.Path), -1, p)
-	})
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("snapshot: %w", err)
-	}
-	return nil
-}
-
-// storeMissing copies into store each distinct blob it lacks, reading the
-// file again and checking it still hashes the same. The blobs go through
-// one blobBatch: a few durable steps for the lot, not two per blob.
-func (w *walker) storeMissing(store *BlobStore, cfg SnapshotConfig, res *SnapshotResult) error {
-	batch := newBlobBatch(store)
-	var mu sync.Mutex
-	errs := make([]error, len(w.files))
-	par.Do(len(w.files), workers(cfg.Workers), func(i int) {
-		f := w.files[i]
-		stored, err := w.storeOne(batch, f)
-		errs[i] = err
-		if stored {
-			mu.Lock()
-			res.NewBlobs++
-			res.NewBytes += f.Size
-			mu.Unlock()
-		}
-	})
-	err := errors.Join(errs...)
-	if cerr := batch.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
-	}
-	return nil
-}
-
-// storeOne adds f's blob to batch unless the store or the batch has it.
-func (w *walker) storeOne(batch *blobBatch, f Entry) (bool, error) {
-	if has, err := batch.s.Has(f.Blob); err != nil || has {
-		return false, err
-	}
-	src, err := w.fsys.Open(hostPath(w.root, f.Path))
-	if err != nil {
-		return false, err
-	}
-	defer src.Close()
-	stored, err := batch.Add(f.Blob, src)
-	var de *DigestError
-	if errors.As(err, &de) {
-		return false, fmt.Errorf("%s changed while it was being recorded; record again", f.Path)
-	}
-	return stored, err
 }
 
 // entries returns every recorded entry sorted by path: the files, the

@@ -21,7 +21,7 @@ var (
 
 // blobBatch stores many blobs with a few durable steps instead of two per
 // blob (FORMAT §5.2). Add writes each blob to a temporary file in the
-// store and starts its write-back, without syncing it; a flush then makes
+// store without syncing it; a flush then makes
 // the batch's files durable together (vfs.SyncFiles), renames each to its
 // blob name unless that name exists, and fsyncs the blob folder once. No
 // blob name ever points at bytes that were not synced first, so a crash
@@ -41,6 +41,9 @@ type blobBatch struct {
 
 	full chan []pendingBlob
 	done chan struct{}
+
+	dirOnce sync.Once
+	dirErr  error
 }
 
 // pendingBlob is a blob written to tmp and not yet synced.
@@ -133,17 +136,17 @@ func (b *blobBatch) release(ds ...digest.Digest) {
 // bytes hash to want, and starts the file's write-back; it does not sync.
 func (b *blobBatch) write(want digest.Digest, r io.Reader) (string, int64, error) {
 	s := b.s
-	if err := vfs.MkdirAllDurable(s.fsys, s.dir, 0o755); err != nil {
+	if err := b.mkdir(); err != nil {
 		return "", 0, err
 	}
 	f, tmp, err := s.createTemp()
 	if err != nil {
 		return "", 0, err
 	}
+	// No vfs.StartWriteback here: starting the write-back of each small
+	// file from the writer costs more CPU than the one syncfs of the
+	// flush saves (measured: 10k x 100 KiB took twice as long with it).
 	n, err := copyChecked(f, r, want)
-	if err == nil {
-		_ = vfs.StartWriteback(f) // advisory: the flush's sync reports failures
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -152,6 +155,13 @@ func (b *blobBatch) write(want digest.Digest, r io.Reader) (string, int64, error
 		return "", n, err
 	}
 	return tmp, n, nil
+}
+
+// mkdir creates the store's folder durably the first time a blob is
+// written.
+func (b *blobBatch) mkdir() error {
+	b.dirOnce.Do(func() { b.dirErr = vfs.MkdirAllDurable(b.s.fsys, b.s.dir, 0o755) })
+	return b.dirErr
 }
 
 // copyChecked copies r to w and fails with a *DigestError if the bytes do
