@@ -15,7 +15,8 @@
 #
 #   bench/snapshot.sh                    # SETS="10000:102400 100000:10240" RUNS=5
 #   RUNS=3 SETS=10000:102400 bench/snapshot.sh
-#   MILLION=1 bench/snapshot.sh          # also 1,000,000 x 1 KiB, one run each (slow)
+#   MILLION=1 bench/snapshot.sh          # also 1,000,000 x 1 KiB, one run of tar and after
+#   MILLION=1 MILLION_BEFORE=1 ...       # and of before (its fsyncs per blob: very slow)
 #   BASE= bench/snapshot.sh              # no "before" build
 #
 # Needs tar, git and GNU time at /usr/bin/time. Data lives under
@@ -31,6 +32,7 @@ SETS=${SETS:-"10000:102400 100000:10240"}
 RUNS=${RUNS:-5}
 BASE=${BASE-main}
 MILLION=${MILLION:-}
+MILLION_BEFORE=${MILLION_BEFORE:-}
 
 if [ ! -x /usr/bin/time ]; then
   echo "bench/snapshot.sh: GNU time is missing at /usr/bin/time: apt-get install time" >&2
@@ -116,6 +118,8 @@ for set in $SETS; do
   bench "$n" "$size" "$RUNS"
 done
 if [ -n "$MILLION" ]; then
+  [ -z "$MILLION_BEFORE" ] && tools=${tools% before}
+  ntools=$(echo $tools | wc -w)
   need 12 $((1000000 * (ntools + 1) + 100000))
   bench 1000000 1024 1
 fi
