@@ -21,9 +21,9 @@ var (
 
 // blobBatch stores many blobs with a few durable steps instead of two per
 // blob (FORMAT §5.2). Add writes each blob to a temporary file in the
-// store without syncing it; a flush then makes
-// the batch's files durable together (vfs.SyncFiles), renames each to its
-// blob name unless that name exists, and fsyncs the blob folder once. No
+// store without syncing it; a flush then makes the batch's files durable
+// together (vfs.SyncFiles), renames each to its blob name unless that
+// name exists, and fsyncs the blob folder once. No
 // blob name ever points at bytes that were not synced first, so a crash
 // leaves, under each blob name, a whole blob or nothing; what a crash
 // leaves of the rest is temporary files, which the next Open removes.
