@@ -17,6 +17,8 @@
 #   RUNS=3 SETS=10000:102400 bench/snapshot.sh
 #   MILLION=1 bench/snapshot.sh          # also 1,000,000 x 1 KiB, one run of tar and after
 #   MILLION=1 MILLION_BEFORE=1 ...       # and of before (its fsyncs per blob: very slow)
+#   TMPDIR=/dev/shm MILLION=1 SETS=" " ... # 1M peak RSS only, much faster (on tmpfs the
+#                                          # times say nothing about syncs; needs ~10 GiB RAM)
 #   BASE= bench/snapshot.sh              # no "before" build
 #
 # Needs tar, git and GNU time at /usr/bin/time. Data lives under
