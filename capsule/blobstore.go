@@ -134,16 +134,24 @@ func (s *BlobStore) fill(f vfs.File, r io.Reader) (digest.Digest, int64, error) 
 	return h.Digest(), n, err
 }
 
-// install renames tmp to the blob's name unless the blob is already there.
+// install renames the synced tmp to the blob's name unless the blob is
+// already there, and syncs the folder.
 func (s *BlobStore) install(tmp string, d digest.Digest) error {
-	final := s.Path(d)
-	if _, err := s.fsys.Lstat(final); err == nil {
-		return s.fsys.Remove(tmp) // never overwrite: the name already holds these bytes
-	}
-	if err := s.fsys.Rename(tmp, final); err != nil {
+	if err := s.installNoSync(tmp, d); err != nil {
 		return err
 	}
 	return s.fsys.SyncDir(s.dir)
+}
+
+// installNoSync is install without the sync of the folder, for a batch
+// that syncs it once for all its blobs. When the blob is already there
+// tmp is removed instead: an existing blob is never overwritten.
+func (s *BlobStore) installNoSync(tmp string, d digest.Digest) error {
+	final := s.Path(d)
+	if _, err := s.fsys.Lstat(final); err == nil {
+		return s.fsys.Remove(tmp)
+	}
+	return s.fsys.Rename(tmp, final)
 }
 
 // Open opens blob d for reading. The reader hashes as it goes and, instead

@@ -10,13 +10,9 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
-	"github.com/agentcapsule/capsule/digest"
-	"github.com/agentcapsule/capsule/internal/par"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
 	ignore "github.com/sabhiram/go-gitignore"
@@ -67,16 +63,22 @@ type SnapshotResult struct {
 // with their exec bit, empty directories, and relative symbolic links that
 // stay inside the tree. It stores the blobs the capsule lacks, then commits
 // the new artifacts/snapshot.json. Files are hashed in parallel and streamed,
-// never held in memory.
+// never held in memory, and so is snapshot.json: memory does not grow with
+// the number of files.
 func (c *Capsule) SnapshotFrom(dir string, cfg SnapshotConfig) (*SnapshotResult, error) {
 	if err := checkHost(c.fsys, c.dir, "snapshot"); err != nil { // before a blob is written
 		return nil, err
 	}
-	s, res, err := BuildSnapshot(dir, c.blobs, cfg, c.dir)
+	sink, err := newFileSink(c.fsys, c.path(manifest.SnapshotPath))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	defer sink.remove()
+	res, err := recordTree(dir, c.blobs, cfg, c.dir, sink)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.Commit(func(tx *Tx) error { return tx.SetSnapshot(s) }); err != nil {
+	if err := c.Commit(func(tx *Tx) error { return sink.stage(tx) }); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -87,34 +89,50 @@ func (c *Capsule) SnapshotFrom(dir string, cfg SnapshotConfig) (*SnapshotResult,
 // directory left out of the walk (the capsule itself, when it lies inside
 // the workspace).
 func BuildSnapshot(dir string, store *BlobStore, cfg SnapshotConfig, exclude string) (*Snapshot, *SnapshotResult, error) {
+	sink := &sliceSink{entries: []Entry{}}
+	res, err := recordTree(dir, store, cfg, exclude, sink)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &Snapshot{Version: SnapshotVersion, Entries: sink.entries}
+	if err := s.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("snapshot %s: %w", dir, err)
+	}
+	return s, res, nil
+}
+
+// recordTree records the workspace in dir into store, handing every entry
+// to sink in path order.
+func recordTree(dir string, store *BlobStore, cfg SnapshotConfig, exclude string, sink entrySink) (*SnapshotResult, error) {
 	fsys := cfg.FS
 	if fsys == nil {
 		fsys = store.fsys
 	}
 	w, err := newWalker(fsys, dir, exclude, cfg.Warn)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if err := w.walk(""); err != nil {
-		return nil, nil, err
+	st, wantTotal := cfg.Progress.(interface{ SetTotal(int64) })
+	if err := w.scan("", wantTotal); err != nil {
+		return nil, err
 	}
 	w.dropEscapingLinks()
-	if err := w.hashFiles(cfg); err != nil {
-		return nil, nil, err
+	w.findEmpty()
+	if wantTotal {
+		st.SetTotal(w.total)
 	}
 	res := &SnapshotResult{Ignored: w.ignored, Skipped: w.skipped}
-	if err := w.storeMissing(store, cfg, res); err != nil {
-		return nil, nil, err
+	if err := w.record(store, cfg, res, sink); err != nil {
+		return nil, err
 	}
-	s := &Snapshot{Version: SnapshotVersion, Entries: w.entries()}
-	if err := s.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("snapshot %s: %w", dir, err)
-	}
-	res.SnapshotStats = s.Stats()
-	return s, res, nil
+	return res, nil
 }
 
-// walker collects a workspace's entries.
+// walker records a workspace in two passes: scan reads the tree's shape
+// (links, empty directories, what is left out), then emit walks it again
+// in the order of the snapshot's paths and streams every entry, hashing
+// and storing the files on the way (snapshotstream.go). Neither pass
+// holds an entry per file.
 type walker struct {
 	fsys    vfs.FS
 	root    string
@@ -122,11 +140,13 @@ type walker struct {
 	ign     *ignore.GitIgnore
 	warn    func(string, string)
 
-	files   []Entry
-	dirs    []string // every directory walked
-	links   map[string]string
-	ignored int
-	skipped []Skipped
+	links     map[string]string   // the links recorded, by path
+	seenLinks map[string]bool     // every link the scan saw, recorded or not
+	bare      map[string][]string // directories without files or directories: their links
+	empty     map[string]bool     // directories recorded as empty
+	total     int64               // the files' sizes, when the scan adds them up
+	ignored   int
+	skipped   []Skipped
 }
 
 func newWalker(fsys vfs.FS, root, exclude string, warn func(string, string)) (*walker, error) {
@@ -137,7 +157,8 @@ func newWalker(fsys vfs.FS, root, exclude string, warn func(string, string)) (*w
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("snapshot: %s is not a directory", root)
 	}
-	w := &walker{fsys: fsys, root: root, warn: warn, links: map[string]string{}}
+	w := &walker{fsys: fsys, root: root, warn: warn, links: map[string]string{},
+		seenLinks: map[string]bool{}, bare: map[string][]string{}, empty: map[string]bool{}}
 	if exclude != "" {
 		w.exclude = absClean(exclude)
 	}
@@ -178,32 +199,37 @@ func (w *walker) skip(p, reason string) {
 	}
 }
 
-// walk records the tree below rel.
-func (w *walker) walk(rel string) error {
-	host := hostPath(w.root, rel)
-	ents, err := w.fsys.ReadDir(host)
+// children lists the entries of directory rel that a snapshot considers:
+// valid names, not ignored, not the capsule itself. With note set (the
+// scan), it counts the ignored ones and warns about the others.
+func (w *walker) children(rel string, note bool) ([]fs.DirEntry, error) {
+	ents, err := w.fsys.ReadDir(hostPath(w.root, rel))
 	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
+		return nil, fmt.Errorf("snapshot: %w", err)
 	}
+	out := ents[:0]
 	for _, e := range ents {
 		p := path.Join(rel, e.Name())
-		if err := manifest.ValidPath(p); err != nil {
-			w.skip(p, "name cannot be recorded: "+err.Error())
+		var reason string
+		switch {
+		case manifest.ValidPath(p) != nil:
+			reason = "name cannot be recorded: " + manifest.ValidPath(p).Error()
+		case w.ignoredPath(p, e.IsDir()):
+			if note {
+				w.ignored++
+			}
+			continue
+		case w.exclude != "" && absClean(hostPath(w.root, p)) == w.exclude:
+			reason = "the capsule itself"
+		default:
+			out = append(out, e)
 			continue
 		}
-		if w.ignoredPath(p, e.IsDir()) {
-			w.ignored++
-			continue
-		}
-		if w.exclude != "" && absClean(hostPath(w.root, p)) == w.exclude {
-			w.skip(p, "the capsule itself")
-			continue
-		}
-		if err := w.entry(p, e); err != nil {
-			return err
+		if note {
+			w.skip(p, reason)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 func (w *walker) ignoredPath(p string, dir bool) bool {
@@ -213,25 +239,46 @@ func (w *walker) ignoredPath(p string, dir bool) bool {
 	return w.ign.MatchesPath(p)
 }
 
-// entry records one directory entry.
-func (w *walker) entry(p string, e fs.DirEntry) error {
-	switch t := e.Type(); {
-	case t.IsDir():
-		w.dirs = append(w.dirs, p)
-		return w.walk(p)
-	case t.IsRegular():
-		fi, err := e.Info()
-		if err != nil {
-			return fmt.Errorf("snapshot: %w", err)
-		}
-		w.files = append(w.files, Entry{Path: p, Type: TypeFile, Exec: fi.Mode()&0o111 != 0})
-		return nil
-	case t&fs.ModeSymlink != 0:
-		return w.link(p)
-	default:
-		w.skip(p, "special file (device, socket or pipe)")
-		return nil
+// scan is a snapshot's first pass over the tree below rel: it reads the
+// links, warns about what is left out, adds up the files' sizes when
+// total is set, and notes each directory that holds no file and no
+// directory (it is recorded as empty unless it keeps a link). It
+// remembers nothing per file.
+func (w *walker) scan(rel string, total bool) error {
+	ents, err := w.children(rel, true)
+	if err != nil {
+		return err
 	}
+	full := false // rel holds a file or a directory
+	var links []string
+	for _, e := range ents {
+		p := path.Join(rel, e.Name())
+		switch t := e.Type(); {
+		case t.IsDir():
+			full = true
+			if err := w.scan(p, total); err != nil {
+				return err
+			}
+		case t.IsRegular():
+			full = true
+			if total {
+				if fi, err := e.Info(); err == nil {
+					w.total += fi.Size()
+				}
+			}
+		case t&fs.ModeSymlink != 0:
+			if err := w.link(p); err != nil {
+				return err
+			}
+			links = append(links, p)
+		default:
+			w.skip(p, "special file (device, socket or pipe)")
+		}
+	}
+	if rel != "" && !full {
+		w.bare[rel] = links
+	}
+	return nil
 }
 
 func (w *walker) link(p string) error {
@@ -240,6 +287,7 @@ func (w *walker) link(p string) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	target = filepath.ToSlash(target)
+	w.seenLinks[p] = true
 	switch {
 	case strings.HasPrefix(target, "/"):
 		w.skip(p, "symbolic link with an absolute target")
@@ -266,101 +314,15 @@ func (w *walker) dropEscapingLinks() {
 	}
 }
 
-// hashFiles hashes every file on cfg.Workers goroutines.
-func (w *walker) hashFiles(cfg SnapshotConfig) error {
-	if st, ok := cfg.Progress.(interface{ SetTotal(int64) }); ok {
-		var total int64
-		for _, f := range w.files {
-			if fi, err := w.fsys.Lstat(hostPath(w.root, f.Path)); err == nil {
-				total += fi.Size()
-			}
-		}
-		st.SetTotal(total)
-	}
-	p := newLockedProgress(cfg.Progress)
-	errs := make([]error, len(w.files))
-	par.Do(len(w.files), workers(cfg.Workers), func(i int) {
-		f := &w.files[i]
-		f.Blob, f.Size, errs[i] = hashFile(w.fsys, hostPath(w.root, f.Path), -1, p)
-	})
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("snapshot: %w", err)
-	}
-	return nil
-}
-
-// storeMissing copies into store each distinct blob it lacks, reading the
-// file again and checking it still hashes the same.
-func (w *walker) storeMissing(store *BlobStore, cfg SnapshotConfig, res *SnapshotResult) error {
-	first := map[digest.Digest]int{}
-	var todo []int
-	for i, f := range w.files {
-		if _, seen := first[f.Blob]; seen {
-			continue
-		}
-		first[f.Blob] = i
-		if has, err := store.Has(f.Blob); err != nil {
-			return fmt.Errorf("snapshot: %w", err)
-		} else if !has {
-			todo = append(todo, i)
+// findEmpty decides which of the bare directories the scan noted are
+// recorded as empty: those that keep none of their links.
+func (w *walker) findEmpty() {
+	for d, links := range w.bare {
+		if !slices.ContainsFunc(links, func(p string) bool { _, kept := w.links[p]; return kept }) {
+			w.empty[d] = true
 		}
 	}
-	var mu sync.Mutex
-	errs := make([]error, len(todo))
-	par.Do(len(todo), workers(cfg.Workers), func(k int) {
-		f := w.files[todo[k]]
-		errs[k] = w.storeOne(store, f)
-		if errs[k] == nil {
-			mu.Lock()
-			res.NewBlobs++
-			res.NewBytes += f.Size
-			mu.Unlock()
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("snapshot: %w", err)
-	}
-	return nil
-}
-
-func (w *walker) storeOne(store *BlobStore, f Entry) error {
-	src, err := w.fsys.Open(hostPath(w.root, f.Path))
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	_, err = store.PutExpect(f.Blob, src)
-	var de *DigestError
-	if errors.As(err, &de) {
-		return fmt.Errorf("%s changed while it was being recorded; record again", f.Path)
-	}
-	return err
-}
-
-// entries returns every recorded entry sorted by path: the files, the
-// links, and the directories with nothing recorded below them.
-func (w *walker) entries() []Entry {
-	out := append([]Entry{}, w.files...)
-	for p, t := range w.links {
-		out = append(out, Entry{Path: p, Type: TypeSymlink, Target: t})
-	}
-	parents := map[string]bool{}
-	mark := func(p string) {
-		for d := path.Dir(p); d != "." && !parents[d]; d = path.Dir(d) {
-			parents[d] = true
-		}
-	}
-	for _, e := range out {
-		mark(e.Path)
-	}
-	for i := len(w.dirs) - 1; i >= 0; i-- { // children before their parents
-		if d := w.dirs[i]; !parents[d] {
-			out = append(out, Entry{Path: d, Type: TypeDir})
-			mark(d)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out
+	w.bare = nil
 }
 
 // copyBuffered copies src to dst with a pooled 1 MiB buffer.

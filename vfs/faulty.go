@@ -38,20 +38,22 @@ const (
 	OpReadDir  Op = "readdir"  // ReadDir
 	OpRename   Op = "rename"   // Rename; rules match the old or the new path
 	OpSyncDir  Op = "syncdir"  // SyncDir
-	OpMkdir    Op = "mkdir"    // Mkdir, MkdirAll
-	OpRemove   Op = "remove"   // Remove, RemoveAll
-	OpSymlink  Op = "symlink"  // Symlink; the path is the new link
-	OpReadlink Op = "readlink" // Readlink
-	OpChmod    Op = "chmod"    // Chmod
+	// OpSyncFiles is SyncFiles of a batch of files: one durable step.
+	OpSyncFiles Op = "syncfiles"
+	OpMkdir     Op = "mkdir"    // Mkdir, MkdirAll
+	OpRemove    Op = "remove"   // Remove, RemoveAll
+	OpSymlink   Op = "symlink"  // Symlink; the path is the new link
+	OpReadlink  Op = "readlink" // Readlink
+	OpChmod     Op = "chmod"    // Chmod
 	// OpWriteback is StartWriteback of a File: advisory, not a durable step.
 	OpWriteback Op = "writeback"
 )
 
 // Durable reports whether op is a durable step: a point where a crash can
-// leave a different state behind (File.Sync, SyncDir) or where a real file
-// system may persist a change on its own (Rename).
+// leave a different state behind (File.Sync, SyncFiles, SyncDir) or where
+// a real file system may persist a change on its own (Rename).
 func (op Op) Durable() bool {
-	return op == OpSync || op == OpSyncDir || op == OpRename
+	return op == OpSync || op == OpSyncFiles || op == OpSyncDir || op == OpRename
 }
 
 // OpRecord is one operation seen by a Faulty.

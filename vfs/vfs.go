@@ -14,6 +14,8 @@
 // Code that uses an FS may rely on what POSIX and Linux promise and on
 // nothing more:
 //   - File.Sync (fsync) makes a file's contents durable, not its name.
+//     SyncFiles does the same for a batch of files at once (on Linux, one
+//     syncfs(2) for a large batch), and promises no more.
 //   - SyncDir (fsync of the directory) makes the directory's entries durable:
 //     the files created, removed and renamed in it.
 //   - Rename is atomic: after a crash the new name shows the old node or

@@ -31,7 +31,9 @@ A .capsuleignore file at the root of WORKSPACE lists what to leave out, in
 
 File bodies are stored once, by sha256, in artifacts/blobs/: a blob the
 capsule already has is not copied again. Files are hashed in parallel and
-streamed, so memory use stays small whatever their size.`,
+streamed, and so is the snapshot itself, so memory use stays small whatever
+the size or the number of files. New blobs are made durable in batches
+(one sync of many files, then one of the blob folder).`,
 		Example: `  capsule snapshot ./agent --from ~/src/project
   printf 'node_modules/\n*.log\n' > ~/src/project/.capsuleignore
   capsule snapshot ./agent --from ~/src/project --json`,

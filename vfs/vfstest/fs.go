@@ -55,6 +55,7 @@ var conformance = []struct {
 	{"RenameErrors", testRenameErrors},
 	{"TrailingSlash", testTrailingSlash},
 	{"SyncDir", testSyncDir},
+	{"SyncFiles", testSyncFiles},
 	{"AtomicWrite", testAtomicWrite},
 	{"MkdirAllDurable", testMkdirAllDurable},
 	{"Concurrent", testConcurrent},
