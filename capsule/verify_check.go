@@ -2,9 +2,10 @@ package capsule
 
 import (
 	"bufio"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
-	"path"
 	"sort"
 	"strings"
 
@@ -27,7 +28,9 @@ type hashJob struct {
 }
 
 // hashAll hashes the layout files, the journal's committed prefix and every
-// blob, largest first, on opts.Workers goroutines.
+// blob, largest first, on opts.Workers goroutines. The blobs' jobs are made
+// as they are handed out, so that only their order (4 bytes a blob) is
+// held.
 func (v *verifier) hashAll() {
 	var jobs []hashJob
 	if v.m != nil {
@@ -40,21 +43,31 @@ func (v *verifier) hashAll() {
 			jobs = append(jobs, j)
 		}
 	}
-	for hx := range v.blobs {
-		if j, ok := v.job(manifest.BlobsDir+"/"+hx, v.checkBlob); ok {
-			jobs = append(jobs, j)
+	size := func(k int32) int64 {
+		if int(k) < len(jobs) {
+			return jobs[k].size
 		}
+		return v.blobs.at(int(k) - len(jobs)).size
 	}
-	sort.Slice(jobs, func(i, k int) bool { return jobs[i].size > jobs[k].size })
+	order := make([]int32, len(jobs)+v.blobs.n)
 	var total int64
-	for _, j := range jobs {
-		total += j.size
+	for k := range order {
+		order[k] = int32(k)
+		total += max(size(int32(k)), 0)
 	}
+	sort.SliceStable(order, func(a, b int) bool { return size(order[a]) > size(order[b]) })
 	if st, ok := v.opts.Progress.(interface{ SetTotal(int64) }); ok {
 		st.SetTotal(total)
 	}
 	p := newLockedProgress(v.opts.Progress)
-	par.Do(len(jobs), workers(v.opts.Workers), func(i int) { jobs[i].run(jobs[i], p) })
+	par.Do(len(order), workers(v.opts.Workers), func(i int) {
+		k := int(order[i])
+		if k < len(jobs) {
+			jobs[k].run(jobs[k], p)
+			return
+		}
+		v.checkBlob(k-len(jobs), p)
+	})
 }
 
 // job prepares the check of rel if it is a regular file of the view.
@@ -164,9 +177,7 @@ func (v *verifier) checkAttachments() {
 	if len(v.attached) == 0 {
 		return
 	}
-	if v.referenced == nil {
-		v.referenced = map[string]bool{}
-	}
+	v.refsKnown = true
 	for _, a := range v.attached {
 		hx := a.blob.Hex()
 		switch size, ok, first := v.refer(hx); {
@@ -215,66 +226,128 @@ func (l *lastByte) Read(p []byte) (int, error) {
 // corruptBlob marks a blob whose content does not match its name.
 const corruptBlob = -2
 
-// checkBlob hashes one blob and compares it with its name (FORMAT §5.2).
-func (v *verifier) checkBlob(j hashJob, p Progress) {
-	got, n, err := hashFile(v.fsys, j.host, j.size, p)
+// checkBlob hashes blob i and compares it with its name (FORMAT §5.2).
+func (v *verifier) checkBlob(i int, p Progress) {
+	b := v.blobs.at(i)
+	hx := hex.EncodeToString(b.key[:])
+	rel := manifest.BlobsDir + "/" + hx
+	got, n, err := hashFile(v.fsys, v.file(rel), b.size, p)
 	v.hashed(n, false)
-	hx := path.Base(j.rel)
 	size := n
 	switch {
 	case err != nil:
-		v.problem(j.rel, KindIO, "%v", err)
+		v.problem(rel, KindIO, "%v", err)
 		size = corruptBlob
 	case got.Hex() != hx:
-		v.problem(j.rel, KindCorrupt, "content hashes to %s, not to its name", got.Short())
+		v.problem(rel, KindCorrupt, "content hashes to %s, not to its name", got.Short())
 		size = corruptBlob
 	}
-	v.mu.Lock()
-	v.blobs[hx] = size
-	v.mu.Unlock()
+	b.size = size // each worker writes its own records; read after par.Do
 }
 
-// checkSnapshot parses snapshot.json and checks every blob it references
-// is present with the recorded size (FORMAT §5.1).
+// checkSnapshot reads snapshot.json entry by entry and checks every blob it
+// references is present with the recorded size (FORMAT §5.1). What it
+// learns counts only once the whole snapshot is found valid.
 func (v *verifier) checkSnapshot() {
 	rel := manifest.SnapshotPath
+	if t, ok := v.present[rel]; (!ok || !t.IsRegular()) && !v.isStaged(rel) {
+		return
+	}
+	var refs []Problem
+	check := func(e Entry) error {
+		if e.Type == TypeFile {
+			refs = v.checkReference(e, refs)
+		}
+		return nil
+	}
+	version, err := v.streamSnapshot(rel, check)
+	if errors.Is(err, errShape) {
+		v.forgetRefs()
+		refs = nil
+		version, err = v.parseSnapshot(rel, check)
+	}
+	if err != nil {
+		v.forgetRefs()
+		if errors.Is(err, ErrBadSnapshot) {
+			v.problem(rel, KindSnapshot, "%s", strings.TrimPrefix(err.Error(), "capsule: "))
+		}
+		return
+	}
+	if v.m != nil && v.m.Schemas["snapshot"] != version {
+		v.problem(rel, KindSchema, "version %d, the manifest says snapshot schema %d", version, v.m.Schemas["snapshot"])
+	}
+	v.refsKnown = true
+	for _, pr := range refs {
+		v.add(&v.problems, pr)
+	}
+}
+
+// streamSnapshot streams the view's snapshot.json through fn; an error
+// that is neither ErrBadSnapshot nor errShape is already reported.
+func (v *verifier) streamSnapshot(rel string, fn func(Entry) error) (int, error) {
+	f, err := v.fsys.Open(v.file(rel))
+	if err != nil {
+		v.problem(rel, KindIO, "%v", err)
+		return 0, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > MaxSnapshotSize {
+		v.problem(rel, KindSize, "larger than %d bytes", MaxSnapshotSize)
+		return 0, ErrTooLarge
+	}
+	version, err := streamSnapshot(io.LimitReader(f, MaxSnapshotSize), fn)
+	if err != nil && !errors.Is(err, errShape) && !errors.Is(err, ErrBadSnapshot) {
+		v.problem(rel, KindIO, "%v", err)
+	}
+	return version, err
+}
+
+// parseSnapshot is streamSnapshot for a snapshot.json not in Marshal's
+// shape: parsed whole by ParseSnapshot.
+func (v *verifier) parseSnapshot(rel string, fn func(Entry) error) (int, error) {
 	b, ok := v.readWhole(rel, MaxSnapshotSize)
 	if !ok {
-		return
+		return 0, ErrTooLarge // reported by readWhole
 	}
 	s, err := ParseSnapshot(b)
 	if err != nil {
-		v.problem(rel, KindSnapshot, "%s", strings.TrimPrefix(err.Error(), "capsule: "))
-		return
+		return 0, err
 	}
-	if v.m != nil && v.m.Schemas["snapshot"] != s.Version {
-		v.problem(rel, KindSchema, "version %d, the manifest says snapshot schema %d", s.Version, v.m.Schemas["snapshot"])
-	}
-	v.referenced = map[string]bool{}
 	for _, e := range s.Entries {
-		if e.Type == TypeFile {
-			v.checkReference(e)
-		}
+		_ = fn(e)
 	}
+	return s.Version, nil
+}
+
+// forgetRefs forgets what a snapshot that turned out invalid referenced.
+func (v *verifier) forgetRefs() {
+	v.blobs.clearRefs()
+	v.missing = map[string]bool{}
 }
 
 // refer marks blob hx referenced and returns its size on disk (ok false:
-// absent) and whether this is its first reference.
+// absent) and, for an absent blob, whether this is its first reference.
 func (v *verifier) refer(hx string) (size int64, ok, first bool) {
-	first = !v.referenced[hx]
-	v.referenced[hx] = true
-	size, ok = v.blobs[hx]
-	return size, ok, first
+	i, ok := v.blobs.find(hx)
+	if !ok {
+		first = !v.missing[hx]
+		v.missing[hx] = true
+		return 0, false, first
+	}
+	v.blobs.refer(i)
+	return v.blobs.at(i).size, true, false
 }
 
-func (v *verifier) checkReference(e Entry) {
+// checkReference appends to refs what is wrong with the blob of file entry e.
+func (v *verifier) checkReference(e Entry, refs []Problem) []Problem {
 	hx := e.Blob.Hex()
 	switch size, ok, first := v.refer(hx); {
 	case !ok && first:
-		v.problem(manifest.BlobsDir+"/"+hx, KindMissing, "blob of snapshot entry %q is missing", clip(e.Path))
+		refs = append(refs, Problem{Path: manifest.BlobsDir + "/" + hx, Kind: KindMissing, Detail: fmt.Sprintf("blob of snapshot entry %q is missing", clip(e.Path))})
 	case ok && size >= 0 && size != e.Size:
-		v.problem(manifest.SnapshotPath, KindReference, "entry %q says %d bytes, blob %s has %d", clip(e.Path), e.Size, digest.Digest(e.Blob).Short(), size)
+		refs = append(refs, Problem{Path: manifest.SnapshotPath, Kind: KindReference, Detail: fmt.Sprintf("entry %q says %d bytes, blob %s has %d", clip(e.Path), e.Size, digest.Digest(e.Blob).Short(), size)})
 	}
+	return refs
 }
 
 // readWhole reads a layout file of the view if it is present and regular.
@@ -319,12 +392,12 @@ func (v *verifier) checkEnvironment() {
 // checkUnreferenced warns about intact blobs the snapshot does not
 // reference: harmless (their names prove their content) but worth pruning.
 func (v *verifier) checkUnreferenced() {
-	if v.referenced == nil {
+	if !v.refsKnown {
 		return // the snapshot could not be read: no basis to judge
 	}
-	for hx, size := range v.blobs {
-		if !v.referenced[hx] && size != corruptBlob {
-			v.warn(manifest.BlobsDir+"/"+hx, KindUnreferenced, "intact blob (%d bytes) referenced by neither the snapshot nor a journal attachment", size)
+	for i := range v.blobs.n {
+		if size := v.blobs.at(i).size; !v.blobs.referenced(i) && size != corruptBlob {
+			v.warn(manifest.BlobsDir+"/"+v.blobs.hex(i), KindUnreferenced, "intact blob (%d bytes) referenced by neither the snapshot nor a journal attachment", size)
 		}
 	}
 }
