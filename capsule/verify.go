@@ -135,8 +135,8 @@ type verifier struct {
 	bytes    int64
 	files    int
 
-	m          *manifest.Manifest
-	mbytes     []byte
+	m         *manifest.Manifest
+	mbytes    []byte
 	present   map[string]fs.FileMode // slash path -> type, from the walk; blobs are in blobs
 	blobs     blobTable              // the intact-named blob files and their sizes
 	refsKnown bool                   // the snapshot (or an attachment) said what is referenced
