@@ -1,0 +1,64 @@
+package capsule
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/vfs"
+)
+
+// TestVerifyAndCheckoutReadAnyShapeOfSnapshot pins that a snapshot.json in
+// a shape Marshal does not write (here indented by encoding/json) is still
+// read as the snapshot it is (FORMAT §5.1): its blobs count as referenced,
+// a missing one is named, and Checkout writes its tree.
+func TestVerifyAndCheckoutReadAnyShapeOfSnapshot(t *testing.T) {
+	for _, shape := range []string{"marshal", "indented"} {
+		t.Run(shape, func(t *testing.T) {
+			c := newCapsule(t)
+			s := populate(t, c)
+			if shape == "indented" {
+				sort.Slice(s.Entries, func(i, j int) bool { return s.Entries[i].Path < s.Entries[j].Path })
+				b, err := json.MarshalIndent(s, "", "\t")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Commit(func(tx *Tx) error { return tx.SetFile(manifest.SnapshotPath, bytes.NewReader(b)) }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := mustVerify(t, vfs.OS{}, c.Dir())
+			if len(r.Warnings) != 0 || r.Blobs != 3 {
+				t.Errorf("blobs %d, warnings %v; want 3 blobs, no warning", r.Blobs, r.Warnings)
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			st, err := c.Checkout(out, CheckoutConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := s.Stats(); *st != want {
+				t.Errorf("checkout stats %+v, want %+v", *st, want)
+			}
+			if target, err := os.Readlink(filepath.Join(out, "link")); err != nil || target != "f0.txt" {
+				t.Errorf("link: %q, %v", target, err)
+			}
+			if err := os.Remove(blobPath(c, "hello\n")); err != nil {
+				t.Fatal(err)
+			}
+			r, err = Verify(vfs.OS{}, c.Dir(), VerifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{manifest.BlobsDir + "/" + filepath.Base(blobPath(c, "hello\n")) + " missing"}
+			if diff := cmp.Diff(want, kinds(r.Problems)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
