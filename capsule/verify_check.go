@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/envspec"
@@ -28,9 +29,10 @@ type hashJob struct {
 }
 
 // hashAll hashes the layout files, the journal's committed prefix and every
-// blob, largest first, on opts.Workers goroutines. The blobs' jobs are made
-// as they are handed out, so that only their order (4 bytes a blob) is
-// held.
+// blob on opts.Workers goroutines: the files of pipelineMin bytes or more
+// first, largest first, so that no large file is left for the end while
+// the other workers idle, then the other blobs in the table's order. Only
+// the large blobs' indices are held for this, not an order of every blob.
 func (v *verifier) hashAll() {
 	var jobs []hashJob
 	if v.m != nil {
@@ -43,31 +45,64 @@ func (v *verifier) hashAll() {
 			jobs = append(jobs, j)
 		}
 	}
-	size := func(k int32) int64 {
-		if int(k) < len(jobs) {
+	var total int64
+	for _, j := range jobs {
+		total += j.size
+	}
+	var large []int // jobs are 0..len(jobs)-1, blob i is len(jobs)+i
+	isLarge := make([]uint64, (v.blobs.n+63)/64)
+	for i := range v.blobs.n {
+		size := v.blobs.at(i).size
+		total += max(size, 0)
+		if size >= pipelineMin {
+			large = append(large, len(jobs)+i)
+			isLarge[i/64] |= 1 << (i % 64)
+		}
+	}
+	size := func(k int) int64 {
+		if k < len(jobs) {
 			return jobs[k].size
 		}
-		return v.blobs.at(int(k) - len(jobs)).size
+		return v.blobs.at(k - len(jobs)).size
 	}
-	order := make([]int32, len(jobs)+v.blobs.n)
-	var total int64
-	for k := range order {
-		order[k] = int32(k)
-		total += max(size(int32(k)), 0)
+	for k := range jobs {
+		large = append(large, k)
 	}
-	sort.SliceStable(order, func(a, b int) bool { return size(order[a]) > size(order[b]) })
+	sort.SliceStable(large, func(a, b int) bool { return size(large[a]) > size(large[b]) })
 	if st, ok := v.opts.Progress.(interface{ SetTotal(int64) }); ok {
 		st.SetTotal(total)
 	}
 	p := newLockedProgress(v.opts.Progress)
-	par.Do(len(order), workers(v.opts.Workers), func(i int) {
-		k := int(order[i])
+	next := hashOrder(large, isLarge, len(jobs))
+	par.Do(len(jobs)+v.blobs.n, workers(v.opts.Workers), func(int) {
+		k := next()
 		if k < len(jobs) {
 			jobs[k].run(jobs[k], p)
 			return
 		}
 		v.checkBlob(k-len(jobs), p)
 	})
+}
+
+// hashOrder returns a function handing out the jobs in hashAll's order,
+// one per call, safe for concurrent use: first, then every blob not marked
+// in skip (the large ones, already in first).
+func hashOrder(first []int, skip []uint64, nJobs int) func() int {
+	var mu sync.Mutex
+	i, blob := 0, 0
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		if i < len(first) {
+			i++
+			return first[i-1]
+		}
+		for skip[blob/64]&(1<<(blob%64)) != 0 {
+			blob++
+		}
+		blob++
+		return nJobs + blob - 1
+	}
 }
 
 // job prepares the check of rel if it is a regular file of the view.

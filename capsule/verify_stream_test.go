@@ -62,3 +62,17 @@ func TestVerifyAndCheckoutReadAnyShapeOfSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// TestHashOrderHandsOutEachJobOnce pins hashAll's order: the jobs given
+// first, then every blob not skipped, each once.
+func TestHashOrderHandsOutEachJobOnce(t *testing.T) {
+	// one layout job (0) and four blobs (1..4), blob 1 (job 2) large
+	next := hashOrder([]int{2, 0}, []uint64{1 << 1}, 1)
+	var got []int
+	for range 5 {
+		got = append(got, next())
+	}
+	if want := []int{2, 0, 1, 3, 4}; !cmp.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+}
