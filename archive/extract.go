@@ -13,6 +13,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/internal/dirlist"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -39,6 +40,10 @@ type extractor struct {
 	lastBlob string
 	dirs     []string // directories created, in creation order
 	problems []Problem
+	// hashBlobs makes writeFile hash every blob as it writes it;
+	// badBlobs counts those whose content is not what their name says.
+	hashBlobs bool
+	badBlobs  int
 	entries  int   // headers seen
 	files    int   // regular files written
 	total    int64 // bytes charged against lim.MaxTotal
@@ -298,6 +303,11 @@ func (x *extractor) writeFile(tr *tar.Reader, hdr *tar.Header, name string) erro
 		return ioError{fmt.Errorf("create %s: %w", name, err)}
 	}
 	var dst io.Writer = struct{ io.Writer }{f} // hide ReadFrom so our buffer is used
+	var h *digest.Hasher
+	if x.hashBlobs && isBlobName(name) {
+		h = digest.NewHasher()
+		dst = io.MultiWriter(dst, h)
+	}
 	if x.progress != nil {
 		dst = progressWriter{dst, x.progress}
 	}
@@ -313,6 +323,9 @@ func (x *extractor) writeFile(tr *tar.Reader, hdr *tar.Header, name string) erro
 		return ioError{fmt.Errorf("write %s: %w", name, err)}
 	}
 	x.files++
+	if h != nil && h.Digest().Hex() != path.Base(name) {
+		x.badBlobs++
+	}
 	if err := f.Close(); err != nil {
 		return ioError{fmt.Errorf("close %s: %w", name, err)}
 	}

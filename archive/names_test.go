@@ -50,3 +50,36 @@ func TestBlobNamesClaimedOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestImportHashesBlobsAsItWrites pins ImportConfig.VerifyHashed: it runs
+// instead of Verify when every blob matched its name as it was written, and
+// Verify runs when one did not, so a damaged blob is still reported by the
+// full check.
+func TestImportHashesBlobsAsItWrites(t *testing.T) {
+	m := file(ManifestName, "{}\n")
+	good := file(blobsDir+"/"+digest.FromString("a").Hex(), "a")
+	bad := file(blobsDir+"/"+digest.FromString("b").Hex(), "not b")
+	for _, tc := range []struct {
+		name    string
+		entries []tarEntry
+		want    string
+	}{
+		{"intact", []tarEntry{m, good}, "hashed"},
+		{"no blobs", []tarEntry{m}, "hashed"},
+		{"damaged", []tarEntry{m, good, bad}, "full"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ran []string
+			verifier := func(name string) Verifier {
+				return func(vfs.FS, string) ([]Problem, error) { ran = append(ran, name); return nil, nil }
+			}
+			cfg := ImportConfig{Verify: verifier("full"), VerifyHashed: verifier("hashed")}
+			if _, err := Import(vfs.NewMem(), tarCase(tc.entries...)(t), "/agent", cfg); err != nil {
+				t.Fatal(err)
+			}
+			if len(ran) != 1 || ran[0] != tc.want {
+				t.Errorf("verifiers run: %v, want [%s]", ran, tc.want)
+			}
+		})
+	}
+}

@@ -93,9 +93,9 @@ for scale in $SCALES; do
     rm -rf "$work/x"
     for b in "${bins[@]}"; do
       name=${b%%:*} bin=${b#*:}
-      run "$name: capsule import (verifies, syncs)" "rm -rf '$work/dst'" "$bin" import "$work/new.tar" -o "$work/dst" -q
+      run "$name: capsule import (verifies, syncs)" "rm -rf '$work/dst'" "$bin" import "$work/new.tar" -o "$work/dst" -q --max-entries $((n + 1000))
       if [ "$ZSTD" = 1 ]; then
-        run "$name: capsule import .zst" "rm -rf '$work/dst'" "$bin" import "$work/$name.tar.zst" -o "$work/dst" -q
+        run "$name: capsule import .zst" "rm -rf '$work/dst'" "$bin" import "$work/$name.tar.zst" -o "$work/dst" -q --max-entries $((n + 1000))
       fi
       rm -rf "$work/dst"
     done

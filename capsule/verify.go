@@ -102,6 +102,12 @@ type VerifyOptions struct {
 	Progress Progress
 	// Workers is how many files are hashed at once; 0 means one per CPU.
 	Workers int
+	// BlobsHashed says the caller hashed every blob file's content and found
+	// that it matches the file's name: an import does as it writes them
+	// (archive.ImportConfig.VerifyHashed). Verify then takes each blob's
+	// size from the file system and does not read it; everything else is
+	// checked as usual.
+	BlobsHashed bool
 }
 
 // Verify checks the capsule folder dir offline and reports every problem

@@ -53,7 +53,9 @@ func (v *verifier) hashAll() {
 	isLarge := make([]uint64, (v.blobs.n+63)/64)
 	for i := range v.blobs.n {
 		size := v.blobs.at(i).size
-		total += max(size, 0)
+		if !v.opts.BlobsHashed || size < 0 {
+			total += max(size, 0)
+		}
 		if size >= pipelineMin {
 			large = append(large, len(jobs)+i)
 			isLarge[i/64] |= 1 << (i % 64)
@@ -264,6 +266,9 @@ const corruptBlob = -2
 // checkBlob hashes blob i and compares it with its name (FORMAT §5.2).
 func (v *verifier) checkBlob(i int, p Progress) {
 	b := v.blobs.at(i)
+	if v.opts.BlobsHashed && b.size >= 0 {
+		return // the caller hashed it; its size is from the walk
+	}
 	hx := hex.EncodeToString(b.key[:])
 	rel := manifest.BlobsDir + "/" + hx
 	got, n, err := hashFile(v.fsys, v.file(rel), b.size, p)

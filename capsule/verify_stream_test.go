@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -74,5 +75,47 @@ func TestHashOrderHandsOutEachJobOnce(t *testing.T) {
 	}
 	if want := []int{2, 0, 1, 3, 4}; !cmp.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)
+	}
+}
+
+// TestVerifyBlobsHashedReadsNoBlob pins VerifyOptions.BlobsHashed: the
+// blobs' contents are taken as checked (a changed blob of the same size
+// goes unseen, and no blob byte is hashed), while a missing referenced blob
+// and one of the wrong size are still reported.
+func TestVerifyBlobsHashedReadsNoBlob(t *testing.T) {
+	c := newCapsule(t)
+	populate(t, c)
+	writeOver(t, blobPath(c, "hello\n"), []byte("HELLO\n"))
+	r, err := Verify(vfs.OS{}, c.Dir(), VerifyOptions{BlobsHashed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK() || r.Blobs != 3 {
+		t.Fatalf("problems %v, blobs %d; want none, 3", r.Problems, r.Blobs)
+	}
+	full, err := Verify(vfs.OS{}, c.Dir(), VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.OK() {
+		t.Fatal("full verify missed the changed blob")
+	}
+	if blobBytes := full.Bytes - r.Bytes; blobBytes != int64(len("hello\n")+len("#!/bin/sh\necho hi\n")+len(strings.Repeat("big ", 100000))) {
+		t.Errorf("full verify hashed %d bytes more than the hashed-blobs one, want the blobs' bytes", blobBytes)
+	}
+	writeOver(t, blobPath(c, "hello\n"), []byte("hello, longer\n"))
+	if err := os.Remove(blobPath(c, "#!/bin/sh\necho hi\n")); err != nil {
+		t.Fatal(err)
+	}
+	r, err = Verify(vfs.OS{}, c.Dir(), VerifyOptions{BlobsHashed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		manifest.BlobsDir + "/" + filepath.Base(blobPath(c, "#!/bin/sh\necho hi\n")) + " missing",
+		manifest.SnapshotPath + " reference",
+	}
+	if diff := cmp.Diff(want, kinds(r.Problems)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
