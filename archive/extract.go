@@ -44,10 +44,10 @@ type extractor struct {
 	// badBlobs counts those whose content is not what their name says.
 	hashBlobs bool
 	badBlobs  int
-	entries  int   // headers seen
-	files    int   // regular files written
-	total    int64 // bytes charged against lim.MaxTotal
-	buf      []byte
+	entries   int   // headers seen
+	files     int   // regular files written
+	total     int64 // bytes charged against lim.MaxTotal
+	buf       []byte
 }
 
 type nameInfo struct {
