@@ -9,9 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -110,12 +108,11 @@ func Export(fsys vfs.FS, dir string, w io.Writer, cfg ExportConfig) (*ExportResu
 		return nil, err
 	}
 	res := &ExportResult{Manifest: digest.FromBytes(manifest)}
-	entries, err = attachManifest(entries, manifest, cfg.Sign, res)
-	if err != nil {
+	if err := attachManifest(entries, manifest, cfg.Sign, res); err != nil {
 		return nil, err
 	}
 	if t, ok := cfg.Progress.(totaler); ok {
-		t.SetTotal(totalSize(entries))
+		t.SetTotal(entries.total)
 	}
 	if cfg.Context != nil {
 		w = ctxWriter{ctx: cfg.Context, w: w}
@@ -243,39 +240,6 @@ func readManifest(fsys vfs.FS, dir string) ([]byte, error) {
 	return b, nil
 }
 
-// collect lists the folder in archive order (FORMAT §8.1).
-func collect(fsys vfs.FS, dir string, skip func(string) bool) ([]srcEntry, error) {
-	var out []srcEntry
-	var walk func(rel string) error
-	walk = func(rel string) error {
-		ents, err := fsys.ReadDir(filepath.Join(dir, filepath.FromSlash(rel)))
-		if err != nil {
-			return fmt.Errorf("export %s: %w", dir, err)
-		}
-		level := make([]srcEntry, 0, len(ents))
-		for _, de := range ents {
-			e, keep, err := sourceEntry(de, path.Join(rel, de.Name()), skip)
-			if err != nil {
-				return fmt.Errorf("export %s: %w", dir, err)
-			}
-			if keep {
-				level = append(level, e)
-			}
-		}
-		sort.Slice(level, func(i, j int) bool { return level[i].sortKey() < level[j].sortKey() })
-		for _, e := range level {
-			out = append(out, e)
-			if e.isDir {
-				if err := walk(e.name); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	return out, walk("")
-}
-
 // sourceEntry describes one directory entry of the folder, or says to leave
 // it out: the folder's own signature (a live folder never keeps one), files
 // a crash left behind (vfs.TempPrefix), and what skip rejects.
@@ -301,25 +265,16 @@ func sourceEntry(de fs.DirEntry, name string, skip func(string) bool) (srcEntry,
 }
 
 // attachManifest puts the manifest (and its signature) in their sorted place.
-func attachManifest(entries []srcEntry, manifest []byte, sign func([]byte) ([]byte, error), res *ExportResult) ([]srcEntry, error) {
+func attachManifest(l *folder, manifest []byte, sign func([]byte) ([]byte, error), res *ExportResult) error {
 	extra := []srcEntry{{name: ManifestName, size: int64(len(manifest)), data: manifest}}
 	if sign != nil {
 		sig, err := sign(manifest)
 		if err != nil {
-			return nil, fmt.Errorf("export: sign: %w", err)
+			return fmt.Errorf("export: sign: %w", err)
 		}
 		extra = append(extra, srcEntry{name: SignatureName, size: int64(len(sig)), data: sig})
 		res.Signed = true
 	}
-	entries = append(entries, extra...)
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].sortKey() < entries[j].sortKey() })
-	return entries, nil
-}
-
-func totalSize(entries []srcEntry) int64 {
-	var n int64
-	for _, e := range entries {
-		n += e.size
-	}
-	return n
+	l.addRoot(extra...)
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/internal/dirlist"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -27,14 +30,24 @@ type extractor struct {
 	progress Progress
 	durable  bool // files are made durable by syncAll (Import); Verify's throwaway folder is not
 
-	names    map[string]nameInfo // folded name -> what is there
-	dirs     []string            // directories created, in creation order
-	written  []string            // files written, to be made durable by syncAll
+	// names holds every folded name claimed but the blobs' (FORMAT §1
+	// allows a handful). A blob is claimed under its own name, which is its
+	// folded name, and its file is created before the next entry is read,
+	// so the staging folder itself remembers the blobs: lastBlob is the
+	// greatest blob name claimed, and only a blob name not after it (an
+	// archive out of FORMAT §8.1's order) needs a look at the folder.
+	names    map[string]nameInfo
+	lastBlob string
+	dirs     []string // directories created, in creation order
 	problems []Problem
-	entries  int   // headers seen
-	files    int   // regular files written
-	total    int64 // bytes charged against lim.MaxTotal
-	buf      []byte
+	// hashBlobs makes writeFile hash every blob as it writes it;
+	// badBlobs counts those whose content is not what their name says.
+	hashBlobs bool
+	badBlobs  int
+	entries   int   // headers seen
+	files     int   // regular files written
+	total     int64 // bytes charged against lim.MaxTotal
+	buf       []byte
 }
 
 type nameInfo struct {
@@ -208,14 +221,38 @@ func (x *extractor) claim(name string, isDir bool) (have bool, err error) {
 		}
 		x.names[foldName(missing[i])] = nameInfo{name: missing[i], isDir: true}
 	}
-	x.names[foldName(name)] = nameInfo{name: name, isDir: isDir, explicit: isDir}
+	x.record(name, isDir)
 	return have, nil
+}
+
+// record remembers the claimed name.
+func (x *extractor) record(name string, isDir bool) {
+	if !isDir && isBlobName(name) {
+		x.lastBlob = max(x.lastBlob, name)
+		return
+	}
+	x.names[foldName(name)] = nameInfo{name: name, isDir: isDir, explicit: isDir}
+}
+
+// seen returns what was claimed under the folded name f.
+func (x *extractor) seen(f string) (nameInfo, bool) {
+	if !isBlobName(f) {
+		info, ok := x.names[f]
+		return info, ok
+	}
+	if f > x.lastBlob {
+		return nameInfo{}, false
+	}
+	if _, err := x.fsys.Lstat(x.path(f)); err != nil {
+		return nameInfo{}, false // not claimed (or unreadable: creating it then fails)
+	}
+	return nameInfo{name: f}, true
 }
 
 // check is claim's part that changes nothing: it returns the parents of
 // name still to create, deepest first.
 func (x *extractor) check(name string, isDir bool) (have bool, missing []string, err error) {
-	if info, ok := x.names[foldName(name)]; ok {
+	if info, ok := x.seen(foldName(name)); ok {
 		switch {
 		case info.name != name:
 			return false, nil, rule(ErrCaseCollision, fmt.Sprintf("%q is already in the archive", info.name))
@@ -266,6 +303,11 @@ func (x *extractor) writeFile(tr *tar.Reader, hdr *tar.Header, name string) erro
 		return ioError{fmt.Errorf("create %s: %w", name, err)}
 	}
 	var dst io.Writer = struct{ io.Writer }{f} // hide ReadFrom so our buffer is used
+	var h *digest.Hasher
+	if x.hashBlobs && isBlobName(name) {
+		h = digest.NewHasher()
+		dst = io.MultiWriter(dst, h)
+	}
 	if x.progress != nil {
 		dst = progressWriter{dst, x.progress}
 	}
@@ -281,8 +323,8 @@ func (x *extractor) writeFile(tr *tar.Reader, hdr *tar.Header, name string) erro
 		return ioError{fmt.Errorf("write %s: %w", name, err)}
 	}
 	x.files++
-	if x.durable {
-		x.written = append(x.written, name)
+	if h != nil && h.Digest().Hex() != path.Base(name) {
+		x.badBlobs++
 	}
 	if err := f.Close(); err != nil {
 		return ioError{fmt.Errorf("close %s: %w", name, err)}
@@ -301,10 +343,10 @@ func (x *extractor) syncAll() error {
 
 // syncFiles makes the contents of every file written durable: with one
 // syncfs of the staging folder's file system where the FS offers it (the
-// real file system on Linux), else with an fsync of each file, several at
-// a time.
+// real file system on Linux), else with an fsync of each file of the
+// staging folder, several at a time.
 func (x *extractor) syncFiles() error {
-	if len(x.written) == 0 {
+	if x.files == 0 {
 		return nil
 	}
 	if ok, err := syncFS(x.fsys, x.root); ok {
@@ -314,13 +356,23 @@ func (x *extractor) syncFiles() error {
 		return nil
 	}
 	pool := newSyncPool()
-	for _, name := range x.written {
-		f, err := x.fsys.Open(x.path(name))
+	for _, d := range append([]string{""}, x.dirs...) {
+		err := dirlist.Each(x.fsys, x.path(d), func(e fs.DirEntry) error {
+			if !e.Type().IsRegular() {
+				return nil
+			}
+			name := path.Join(d, e.Name())
+			f, err := x.fsys.Open(x.path(name))
+			if err != nil {
+				return ioError{fmt.Errorf("sync %s: %w", name, err)}
+			}
+			pool.add(f, name)
+			return nil
+		})
 		if err != nil {
-			pool.fail(ioError{fmt.Errorf("sync %s: %w", name, err)})
+			pool.fail(ioError{fmt.Errorf("sync %s: %w", d, err)})
 			break
 		}
-		pool.add(f, name)
 	}
 	return pool.wait()
 }

@@ -74,7 +74,12 @@ func checkComponents(name string) error {
 // It folds with Unicode simple case mapping, as case-insensitive file systems
 // (APFS, NTFS) do for most scripts.
 func foldName(name string) string {
-	return strings.ToLower(strings.ToUpper(name))
+	for i := 0; i < len(name); i++ {
+		if name[i] >= utf8.RuneSelf {
+			return strings.ToLower(strings.ToUpper(name))
+		}
+	}
+	return strings.ToLower(name) // the same for ASCII, and no copy when already lower case
 }
 
 // ruleError is a broken rule of FORMAT §9.1: the sentinel and what exactly.

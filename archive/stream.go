@@ -58,7 +58,7 @@ func newEncoder(w io.Writer) (*zstd.Encoder, error) {
 }
 
 // writeStream writes entries as a tar, compressed as cfg says, to w.
-func writeStream(fsys vfs.FS, dir string, w io.Writer, entries []srcEntry, cfg ExportConfig, res *ExportResult) error {
+func writeStream(fsys vfs.FS, dir string, w io.Writer, entries *folder, cfg ExportConfig, res *ExportResult) error {
 	out := w
 	var zw *zstd.Encoder
 	if cfg.Compression == Zstd {
@@ -71,15 +71,20 @@ func writeStream(fsys vfs.FS, dir string, w io.Writer, entries []srcEntry, cfg E
 	bw := bufio.NewWriterSize(out, copyBufSize)
 	tw := tar.NewWriter(bw)
 	buf := make([]byte, copyBufSize)
-	for _, e := range entries {
-		if err := writeEntry(fsys, dir, tw, e, buf, cfg); err != nil {
+	err := entries.each("", func(e srcEntry) error {
+		n, err := writeEntry(fsys, dir, tw, e, buf, cfg)
+		if err != nil {
 			return err
 		}
 		res.Entries++
 		if !e.isDir {
 			res.Files++
-			res.Bytes += e.size
+			res.Bytes += n
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := tw.Close(); err != nil {
 		return fmt.Errorf("export: %w", err)
@@ -114,27 +119,28 @@ func header(e srcEntry) *tar.Header {
 	return h
 }
 
-func writeEntry(fsys vfs.FS, dir string, tw *tar.Writer, e srcEntry, buf []byte, cfg ExportConfig) error {
+// writeEntry writes one entry and returns the content bytes written.
+func writeEntry(fsys vfs.FS, dir string, tw *tar.Writer, e srcEntry, buf []byte, cfg ExportConfig) (int64, error) {
 	if e.isDir {
 		if err := tw.WriteHeader(header(e)); err != nil {
-			return fmt.Errorf("export %s: %w", e.name, err)
+			return 0, fmt.Errorf("export %s: %w", e.name, err)
 		}
-		return nil
+		return 0, nil
 	}
 	if e.data != nil {
-		return writeData(tw, e, bytes.NewReader(e.data), buf, cfg)
+		return e.size, writeData(tw, e, bytes.NewReader(e.data), buf, cfg)
 	}
 	f, err := fsys.Open(filepath.Join(dir, filepath.FromSlash(e.name)))
 	if err != nil {
-		return fmt.Errorf("export %s: %w", e.name, err)
+		return 0, fmt.Errorf("export %s: %w", e.name, err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("export %s: %w", e.name, err)
+		return 0, fmt.Errorf("export %s: %w", e.name, err)
 	}
 	e.size = info.Size()
-	return writeData(tw, e, f, buf, cfg)
+	return e.size, writeData(tw, e, f, buf, cfg)
 }
 
 // writeData writes the header of e and exactly e.size bytes from r, and

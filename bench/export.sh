@@ -1,26 +1,38 @@
 #!/usr/bin/env bash
-# Export and import of a capsule against GNU tar (docs/FORMAT.md §8, §9).
+# Export and import of a capsule against GNU tar (docs/FORMAT.md §8, §9),
+# with peak RSS, at several file counts.
 #
-# Builds a real capsule of N workspace files of SIZE bytes (default 10,000 x
-# 100 KiB of incompressible data, stored as blobs), then runs, on the same
-# data in one run, best of RUNS each, with a warm page cache:
-#   export:  tar -cf            vs  capsule export          (target: ratio >= 0.8)
-#   import:  tar -xf + sha256sum -c  vs  capsule import (verifies everything)
-# and prints peak RSS of each capsule command (target: < 100 MiB).
+# For each SCALES item N:SIZE, builds a real capsule of N workspace files of
+# SIZE bytes of incompressible data (stored as blobs; bench/exportdata
+# -direct), then runs, on the same data, RUNS interleaved rounds with a warm
+# page cache, and prints the median time and peak RSS of each:
+#   export:  tar -cf            vs  capsule export --no-verify   (target: ratio >= 0.8)
+#            capsule export (verifies first: reads everything twice)
+#   import:  tar -xf + sha256sum -c  vs  capsule import (verifies everything, syncs)
+#                                                                  (target: ratio >= 0.8)
+# Peak RSS target of every capsule command: < 100 MiB at any N.
+# With BASE_BIN set to another capsule binary (e.g. one built from main), it
+# runs beside this tree's in every round, so before and after come from one
+# run: ratios are printed for both.
 #
-#   bench/export.sh                 # N=10000 SIZE=102400 RUNS=3
-#   N=1000 RUNS=1 bench/export.sh   # a quick look
+#   bench/export.sh                                   # SCALES=10000:102400 RUNS=3
+#   SCALES="10000:10240 100000:10240" RUNS=5 bench/export.sh
+#   SCALES="1000000:1024" RUNS=3 bench/export.sh      # a million 1 KiB files (~10 GB of disk)
+#   BASE_BIN=/tmp/capsule-main SCALES=100000:10240 bench/export.sh
+#   ZSTD=1 bench/export.sh                            # also export and import .zst
 #
 # Needs GNU tar, sha256sum and GNU time (/usr/bin/time; Debian package
 # "time": apt-get install time). Everything lives under a temporary
-# directory in ${TMPDIR:-/tmp}, removed at the end.
+# directory in ${TMPDIR:-/tmp}, removed at the end; check its free space
+# (df) before a 1,000,000-file run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
-N=${N:-10000}
-SIZE=${SIZE:-102400}
+SCALES=${SCALES:-10000:102400}
 RUNS=${RUNS:-3}
+BASE_BIN=${BASE_BIN:-}
+ZSTD=${ZSTD:-0}
 
 if [ ! -x /usr/bin/time ]; then
   echo "bench/export.sh: /usr/bin/time is missing: apt-get install time" >&2
@@ -31,58 +43,83 @@ trap 'rm -rf "$work"' EXIT
 
 go build -o "$work/capsule" ./cmd/capsule
 go build -o "$work/exportdata" ./bench/exportdata
-echo "building a capsule of $N files x $SIZE bytes in $work ..."
-"$work/exportdata" -dir "$work/agent" -n "$N" -size "$SIZE" -sums "$work/SUMS"
-bytes=$(du -sb "$work/agent" | cut -f1)
-find "$work/agent" -type f -exec cat {} + >/dev/null # warm the page cache
+bins=("new:$work/capsule")
+if [ -n "$BASE_BIN" ]; then
+  bins+=("base:$BASE_BIN")
+fi
+echo "$(nproc) CPUs; Go $(go env GOVERSION); $(tar --version | head -1); load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# measure LABEL CMD...: runs CMD RUNS times (after the `prep` shell snippet
-# in $PREP, untimed) and sets best (seconds) and rss (KiB of the best run).
-measure() {
-  local label=$1
-  shift
-  best=""
-  rss=""
-  for _ in $(seq "$RUNS"); do
-    eval "${PREP:-true}"
-    /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null
-    read -r secs kib <"$work/time"
-    if [ -z "$best" ] || awk "BEGIN{exit !($secs < $best)}"; then
-      best=$secs
-      rss=$kib
-    fi
-  done
-  printf "%-44s %7.2f s %8.1f MiB/s  peak RSS %6.1f MiB\n" "$label" "$best" \
-    "$(awk "BEGIN{print $bytes/1048576/($best>0?$best:0.01)}")" "$(awk "BEGIN{print $rss/1024}")"
+# run LABEL PREP CMD...: runs PREP (untimed, a shell snippet), then CMD under
+# GNU time; appends "seconds KiB" to $work/m.LABEL.
+run() {
+  local label=$1 prep=$2
+  shift 2
+  eval "$prep"
+  /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null
+  cat "$work/time" >>"$work/m.$label"
 }
-ratio() { awk "BEGIN{printf \"%.2f\", $1/($2>0?$2:0.01)}"; }
+# median LABEL COLUMN: the median of column 1 (seconds) or 2 (KiB) of LABEL's runs.
+median() { sort -n -k"$2" "$work/m.$1" | awk -v c="$2" '{v[NR]=$c} END{print v[int((NR+1)/2)]}'; }
+show() {
+  local s k
+  s=$(median "$1" 1)
+  k=$(median "$1" 2)
+  printf "  %-46s %8.2f s %8.1f MiB/s  peak RSS %7.1f MiB\n" "$1" "$s" \
+    "$(awk "BEGIN{print $bytes/1048576/($s>0?$s:0.01)}")" "$(awk "BEGIN{print $k/1024}")"
+}
+ratio() { awk "BEGIN{printf \"%.2f\", $(median "$1" 1)/($(median "$2" 1)>0?$(median "$2" 1):0.01)}"; }
 
-echo
-echo "== export: $(awk "BEGIN{printf \"%.0f\", $bytes/1048576}") MiB in $N files"
-PREP="rm -f '$work/t.tar'" measure "tar -cf" tar -cf "$work/t.tar" -C "$work/agent" .
-tar_c=$best
-PREP="rm -f '$work/t.tar'" measure "tar -cf, then sync the file" sh -c "tar -cf '$work/t.tar' -C '$work/agent' . && sync '$work/t.tar'"
-tar_cs=$best
-PREP="rm -f '$work/c.capsule.tar'" measure "capsule export --no-verify (fsyncs its output)" "$work/capsule" export "$work/agent" -o "$work/c.capsule.tar" -q --no-verify
-exp=$best
-exp_rss=$rss
-PREP="rm -f '$work/v.capsule.tar'" measure "capsule export (verifies: reads twice)" "$work/capsule" export "$work/agent" -o "$work/v.capsule.tar" -q
-expv=$best
-PREP="rm -f '$work/z.capsule.tar.zst'" measure "capsule export .zst --no-verify" "$work/capsule" export "$work/agent" -o "$work/z.capsule.tar.zst" -q --no-verify
-echo "ratio export --no-verify / tar -cf: $(ratio "$tar_c" "$exp")x   (target >= 0.8)"
-echo "ratio export --no-verify / + sync:  $(ratio "$tar_cs" "$exp")x"
-echo "ratio export (verifying) / tar -cf: $(ratio "$tar_c" "$expv")x"
-cmp -s "$work/c.capsule.tar" "$work/v.capsule.tar" && echo "export --no-verify and export wrote identical bytes"
-
-echo
-echo "== import"
-PREP="rm -rf '$work/x' && mkdir '$work/x'" measure "tar -xf + sha256sum -c" \
-  sh -c "tar -xf '$work/t.tar' -C '$work/x' && cd '$work/x' && sha256sum -c --quiet '$work/SUMS'"
-tar_x=$best
-PREP="rm -rf '$work/dst'" measure "capsule import (verifies, fsyncs)" "$work/capsule" import "$work/c.capsule.tar" -o "$work/dst" -q
-imp=$best
-imp_rss=$rss
-PREP="rm -rf '$work/dstz'" measure "capsule import .zst" "$work/capsule" import "$work/z.capsule.tar.zst" -o "$work/dstz" -q
-echo "ratio import / (tar -xf + sha256sum -c): $(ratio "$tar_x" "$imp")x   (target > 1)"
-echo
-echo "peak RSS: export $(awk "BEGIN{print $exp_rss/1024}") MiB, import $(awk "BEGIN{print $imp_rss/1024}") MiB (target < 100 MiB)"
+for scale in $SCALES; do
+  n=${scale%%:*}
+  size=${scale##*:}
+  rm -rf "$work/agent" "$work"/m.* "$work"/*.tar "$work"/*.zst
+  echo
+  echo "== $n files x $size bytes: building the capsule ..."
+  "$work/exportdata" -direct -dir "$work/agent" -n "$n" -size "$size" -sums "$work/SUMS"
+  bytes=$(du -sb "$work/agent" | cut -f1)
+  find "$work/agent" -type f -exec cat {} + >/dev/null # warm the page cache
+  for _ in $(seq "$RUNS"); do
+    run "tar -cf" "rm -f '$work/t.tar'" tar -cf "$work/t.tar" -C "$work/agent" .
+    for b in "${bins[@]}"; do
+      name=${b%%:*} bin=${b#*:}
+      run "$name: capsule export --no-verify" "rm -f '$work/$name.tar'" "$bin" export "$work/agent" -o "$work/$name.tar" -q --no-verify
+      run "$name: capsule export (verifies first)" "rm -f '$work/$name-v.tar'" "$bin" export "$work/agent" -o "$work/$name-v.tar" -q
+      if [ "$ZSTD" = 1 ]; then
+        run "$name: capsule export .zst --no-verify" "rm -f '$work/$name.tar.zst'" "$bin" export "$work/agent" -o "$work/$name.tar.zst" -q --no-verify
+      fi
+    done
+    run "tar -xf + sha256sum -c" "rm -rf '$work/x' && mkdir '$work/x'" \
+      sh -c "tar -xf '$work/t.tar' -C '$work/x' && cd '$work/x' && sha256sum -c --quiet '$work/SUMS'"
+    rm -rf "$work/x"
+    for b in "${bins[@]}"; do
+      name=${b%%:*} bin=${b#*:}
+      run "$name: capsule import (verifies, syncs)" "rm -rf '$work/dst'" "$bin" import "$work/new.tar" -o "$work/dst" -q --max-entries $((n + 1000))
+      if [ "$ZSTD" = 1 ]; then
+        run "$name: capsule import .zst" "rm -rf '$work/dst'" "$bin" import "$work/$name.tar.zst" -o "$work/dst" -q --max-entries $((n + 1000))
+      fi
+      rm -rf "$work/dst"
+    done
+  done
+  echo "-- export: $(awk "BEGIN{printf \"%.0f\", $bytes/1048576}") MiB in $n files, median of $RUNS interleaved runs"
+  show "tar -cf"
+  for b in "${bins[@]}"; do
+    name=${b%%:*}
+    show "$name: capsule export --no-verify"
+    show "$name: capsule export (verifies first)"
+    [ "$ZSTD" = 1 ] && show "$name: capsule export .zst --no-verify"
+  done
+  cmp -s "$work/new.tar" "$work/new-v.tar" && echo "  export --no-verify and export wrote identical bytes"
+  [ -n "$BASE_BIN" ] && cmp -s "$work/new.tar" "$work/base.tar" && echo "  new and base wrote identical bytes"
+  echo "-- import"
+  show "tar -xf + sha256sum -c"
+  for b in "${bins[@]}"; do
+    name=${b%%:*}
+    show "$name: capsule import (verifies, syncs)"
+    [ "$ZSTD" = 1 ] && show "$name: capsule import .zst"
+  done
+  for b in "${bins[@]}"; do
+    name=${b%%:*}
+    echo "  $name: ratio export --no-verify / tar -cf: $(ratio "tar -cf" "$name: capsule export --no-verify")x (target >= 0.8);" \
+      "import / (tar -xf + sha256sum -c): $(ratio "tar -xf + sha256sum -c" "$name: capsule import (verifies, syncs)")x (target >= 0.8)"
+  done
+done

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/internal/dirlist"
 	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
@@ -288,18 +289,23 @@ func recoverDir(fsys vfs.FS, dir string) error {
 func removeTemps(fsys vfs.FS, dir string) error {
 	for _, d := range append([]string{"."}, layoutDirs...) {
 		host := hostPath(dir, d)
-		ents, err := fsys.ReadDir(host)
-		if err != nil {
-			continue // a missing directory is Verify's business
-		}
 		removed := false
-		for _, e := range ents {
-			if isTemp(e.Name()) && !e.IsDir() {
-				if err := fsys.Remove(filepath.Join(host, e.Name())); err != nil {
-					return fmt.Errorf("remove leftover: %w", err)
-				}
-				removed = true
+		var rmErr error
+		err := dirlist.Each(fsys, host, func(e fs.DirEntry) error { // a batch at a time: blobs may be millions
+			if !isTemp(e.Name()) || e.IsDir() {
+				return nil
 			}
+			if rmErr = fsys.Remove(filepath.Join(host, e.Name())); rmErr != nil {
+				return rmErr
+			}
+			removed = true
+			return nil
+		})
+		if rmErr != nil {
+			return fmt.Errorf("remove leftover: %w", rmErr)
+		}
+		if err != nil && !removed {
+			continue // a missing directory is Verify's business
 		}
 		if removed {
 			if err := fsys.SyncDir(host); err != nil {

@@ -3,11 +3,14 @@ package capsule
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"sort"
 
+	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/envspec"
+	"github.com/agentcapsule/capsule/internal/dirlist"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/vfs"
@@ -78,13 +81,8 @@ func Inspect(fsys vfs.FS, dir string) (*Info, error) {
 	if _, err := fsys.Lstat(hostPath(dir, manifest.SignatureName)); err == nil {
 		info.Signed = true
 	}
-	blobs, err := NewBlobStore(fsys, hostPath(dir, manifest.BlobsDir)).List()
-	if err != nil {
+	if info.Blobs, err = countBlobs(fsys, hostPath(dir, manifest.BlobsDir)); err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", dir, err)
-	}
-	for _, b := range blobs {
-		info.Blobs.Count++
-		info.Blobs.Bytes += b.Size
 	}
 	info.Snapshot = inspectSnapshot(fsys, v)
 	info.Environment = inspectEnvironment(fsys, v)
@@ -95,7 +93,47 @@ func Inspect(fsys vfs.FS, dir string) (*Info, error) {
 	return info, nil
 }
 
+// countBlobs counts the blob files of the folder blobs and their bytes, as
+// BlobStore.List lists them, a batch of the folder at a time.
+func countBlobs(fsys vfs.FS, blobs string) (BlobsInfo, error) {
+	var info BlobsInfo
+	err := dirlist.Each(fsys, blobs, func(e fs.DirEntry) error {
+		if !e.Type().IsRegular() || !digest.IsHex(e.Name()) {
+			return nil
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		info.Count++
+		info.Bytes += fi.Size()
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	return info, err
+}
+
+// inspectSnapshot summarises the view's snapshot.json, entry by entry.
 func inspectSnapshot(fsys vfs.FS, v *view) *SnapshotStats {
+	var st SnapshotStats
+	f, err := fsys.Open(v.file(manifest.SnapshotPath))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	_, err = streamSnapshot(io.LimitReader(f, MaxSnapshotSize), func(e Entry) error { st.add(e); return nil })
+	if errors.Is(err, errShape) {
+		return parseSnapshotStats(fsys, v)
+	}
+	if err != nil {
+		return nil
+	}
+	return &st
+}
+
+func parseSnapshotStats(fsys vfs.FS, v *view) *SnapshotStats {
 	b, err := readLimited(fsys, v.file(manifest.SnapshotPath), MaxSnapshotSize)
 	if err != nil {
 		return nil
@@ -127,17 +165,13 @@ func inspectEnvironment(fsys vfs.FS, v *view) *EnvironmentInfo {
 
 // treeSize adds up the sizes of the regular files below dir.
 func treeSize(fsys vfs.FS, dir string) (int64, error) {
-	ents, err := fsys.ReadDir(dir)
-	if err != nil {
-		return 0, err
-	}
 	var total int64
-	for _, e := range ents {
+	err := dirlist.Each(fsys, dir, func(e fs.DirEntry) error {
 		switch {
 		case e.IsDir():
 			n, err := treeSize(fsys, filepath.Join(dir, e.Name()))
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return 0, err
+				return err
 			}
 			total += n
 		case e.Type().IsRegular():
@@ -145,6 +179,10 @@ func treeSize(fsys vfs.FS, dir string) (int64, error) {
 				total += fi.Size()
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	return total, nil
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/internal/dirlist"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -101,6 +102,12 @@ type VerifyOptions struct {
 	Progress Progress
 	// Workers is how many files are hashed at once; 0 means one per CPU.
 	Workers int
+	// BlobsHashed says the caller hashed every blob file's content and found
+	// that it matches the file's name: an import does as it writes them
+	// (archive.ImportConfig.VerifyHashed). Verify then takes each blob's
+	// size from the file system and does not read it; everything else is
+	// checked as usual.
+	BlobsHashed bool
 }
 
 // Verify checks the capsule folder dir offline and reports every problem
@@ -119,7 +126,7 @@ func Verify(fsys vfs.FS, dir string, opts VerifyOptions) (*Report, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("verify: %s is not a directory", dir)
 	}
-	v := &verifier{view: newView(fsys, dir), opts: opts, blobs: map[string]int64{}, present: map[string]fs.FileMode{}}
+	v := &verifier{view: newView(fsys, dir), opts: opts, present: map[string]fs.FileMode{}, missing: map[string]bool{}}
 	v.run()
 	return v.report(), nil
 }
@@ -134,12 +141,13 @@ type verifier struct {
 	bytes    int64
 	files    int
 
-	m          *manifest.Manifest
-	mbytes     []byte
-	present    map[string]fs.FileMode // slash path -> type, from the walk
-	blobs      map[string]int64       // hex -> size of intact-named blob files
-	referenced map[string]bool        // hex -> referenced by the snapshot
-	attached   []attached             // attachments of the committed journal
+	m         *manifest.Manifest
+	mbytes    []byte
+	present   map[string]fs.FileMode // slash path -> type, from the walk; blobs are in blobs
+	blobs     blobTable              // the intact-named blob files and their sizes
+	refsKnown bool                   // the snapshot (or an attachment) said what is referenced
+	missing   map[string]bool        // hex of referenced blobs found absent, reported once
+	attached  []attached             // attachments of the committed journal
 }
 
 // attached is one attachment of a journal event: a blob reference.
@@ -166,6 +174,7 @@ func (v *verifier) add(list *[]Problem, p Problem) {
 func (v *verifier) run() {
 	v.readManifest()
 	v.walk(".")
+	v.blobs.sort()
 	v.checkLayoutPresence()
 	v.hashAll()
 	v.checkSnapshot()
@@ -176,7 +185,7 @@ func (v *verifier) run() {
 }
 
 func (v *verifier) report() *Report {
-	r := &Report{Problems: sortProblems(v.problems), Warnings: sortProblems(v.warnings), Files: v.files, Blobs: len(v.blobs), Bytes: v.bytes}
+	r := &Report{Problems: sortProblems(v.problems), Warnings: sortProblems(v.warnings), Files: v.files, Blobs: v.blobs.n, Bytes: v.bytes}
 	if v.m != nil {
 		r.ID = v.m.Agent.ID
 	}
@@ -246,18 +255,32 @@ func (v *verifier) readManifest() {
 	v.m = m
 }
 
-// walk lists the tree below rel, classifying every entry.
+// walk lists the tree below rel, classifying every entry; the blobs go
+// into v.blobs, not v.present, so that a million of them cost 40 MB.
 func (v *verifier) walk(rel string) {
-	ents, err := v.fsys.ReadDir(hostPath(v.dir, rel))
-	if err != nil {
-		v.problem(rel, KindIO, "cannot list: %v", err)
-		return
-	}
-	for _, e := range ents {
+	err := dirlist.Each(v.fsys, hostPath(v.dir, rel), func(e fs.DirEntry) error {
+		if rel == manifest.BlobsDir && e.Type().IsRegular() && digest.IsHex(e.Name()) {
+			v.addBlob(e)
+			return nil
+		}
 		p := path.Join(rel, e.Name())
 		v.present[p] = e.Type()
 		v.classify(p, e.Type())
+		return nil
+	})
+	if err != nil {
+		v.problem(rel, KindIO, "cannot list: %v", err)
 	}
+}
+
+// addBlob records a blob file with its size (-1 if it cannot be had now:
+// hashing it reports why).
+func (v *verifier) addBlob(e fs.DirEntry) {
+	size := int64(-1)
+	if fi, err := e.Info(); err == nil {
+		size = fi.Size()
+	}
+	v.blobs.addHex(e.Name(), size)
 }
 
 // classify decides what one entry of the tree is (FORMAT §1, §3.2).
@@ -274,8 +297,6 @@ func (v *verifier) classify(p string, t fs.FileMode) {
 		// checked against the manifest
 	case t.IsRegular() && p == manifest.SignatureName:
 		// checked by checkSignature
-	case t.IsRegular() && path.Dir(p) == manifest.BlobsDir && digest.IsHex(base):
-		v.blobs[base] = -1 // size known once hashed
 	case t.IsRegular() && strings.HasPrefix(p, manifest.JournalPath+QuarantineSuffix):
 		v.warn(p, KindQuarantine, "a torn journal line set aside after a crash; inspect it and delete it")
 	default:

@@ -2,11 +2,11 @@ package capsule
 
 import (
 	"bufio"
+	"encoding/hex"
 	"errors"
 	"io"
-	"path"
 	"sort"
-	"strings"
+	"sync"
 
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/envspec"
@@ -27,7 +27,10 @@ type hashJob struct {
 }
 
 // hashAll hashes the layout files, the journal's committed prefix and every
-// blob, largest first, on opts.Workers goroutines.
+// blob on opts.Workers goroutines: the files of pipelineMin bytes or more
+// first, largest first, so that no large file is left for the end while
+// the other workers idle, then the other blobs in the table's order. Only
+// the large blobs' indices are held for this, not an order of every blob.
 func (v *verifier) hashAll() {
 	var jobs []hashJob
 	if v.m != nil {
@@ -40,21 +43,66 @@ func (v *verifier) hashAll() {
 			jobs = append(jobs, j)
 		}
 	}
-	for hx := range v.blobs {
-		if j, ok := v.job(manifest.BlobsDir+"/"+hx, v.checkBlob); ok {
-			jobs = append(jobs, j)
-		}
-	}
-	sort.Slice(jobs, func(i, k int) bool { return jobs[i].size > jobs[k].size })
 	var total int64
 	for _, j := range jobs {
 		total += j.size
 	}
+	var large []int // jobs are 0..len(jobs)-1, blob i is len(jobs)+i
+	isLarge := make([]uint64, (v.blobs.n+63)/64)
+	for i := range v.blobs.n {
+		size := v.blobs.at(i).size
+		if !v.opts.BlobsHashed || size < 0 {
+			total += max(size, 0)
+		}
+		if size >= pipelineMin {
+			large = append(large, len(jobs)+i)
+			isLarge[i/64] |= 1 << (i % 64)
+		}
+	}
+	size := func(k int) int64 {
+		if k < len(jobs) {
+			return jobs[k].size
+		}
+		return v.blobs.at(k - len(jobs)).size
+	}
+	for k := range jobs {
+		large = append(large, k)
+	}
+	sort.SliceStable(large, func(a, b int) bool { return size(large[a]) > size(large[b]) })
 	if st, ok := v.opts.Progress.(interface{ SetTotal(int64) }); ok {
 		st.SetTotal(total)
 	}
 	p := newLockedProgress(v.opts.Progress)
-	par.Do(len(jobs), workers(v.opts.Workers), func(i int) { jobs[i].run(jobs[i], p) })
+	next := hashOrder(large, isLarge, len(jobs))
+	par.Do(len(jobs)+v.blobs.n, workers(v.opts.Workers), func(int) {
+		k := next()
+		if k < len(jobs) {
+			jobs[k].run(jobs[k], p)
+			return
+		}
+		v.checkBlob(k-len(jobs), p)
+	})
+}
+
+// hashOrder returns a function handing out the jobs in hashAll's order,
+// one per call, safe for concurrent use: first, then every blob not marked
+// in skip (the large ones, already in first).
+func hashOrder(first []int, skip []uint64, nJobs int) func() int {
+	var mu sync.Mutex
+	i, blob := 0, 0
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		if i < len(first) {
+			i++
+			return first[i-1]
+		}
+		for skip[blob/64]&(1<<(blob%64)) != 0 {
+			blob++
+		}
+		blob++
+		return nJobs + blob - 1
+	}
 }
 
 // job prepares the check of rel if it is a regular file of the view.
@@ -164,9 +212,7 @@ func (v *verifier) checkAttachments() {
 	if len(v.attached) == 0 {
 		return
 	}
-	if v.referenced == nil {
-		v.referenced = map[string]bool{}
-	}
+	v.refsKnown = true
 	for _, a := range v.attached {
 		hx := a.blob.Hex()
 		switch size, ok, first := v.refer(hx); {
@@ -215,66 +261,26 @@ func (l *lastByte) Read(p []byte) (int, error) {
 // corruptBlob marks a blob whose content does not match its name.
 const corruptBlob = -2
 
-// checkBlob hashes one blob and compares it with its name (FORMAT §5.2).
-func (v *verifier) checkBlob(j hashJob, p Progress) {
-	got, n, err := hashFile(v.fsys, j.host, j.size, p)
+// checkBlob hashes blob i and compares it with its name (FORMAT §5.2).
+func (v *verifier) checkBlob(i int, p Progress) {
+	b := v.blobs.at(i)
+	if v.opts.BlobsHashed && b.size >= 0 {
+		return // the caller hashed it; its size is from the walk
+	}
+	hx := hex.EncodeToString(b.key[:])
+	rel := manifest.BlobsDir + "/" + hx
+	got, n, err := hashFile(v.fsys, v.file(rel), b.size, p)
 	v.hashed(n, false)
-	hx := path.Base(j.rel)
 	size := n
 	switch {
 	case err != nil:
-		v.problem(j.rel, KindIO, "%v", err)
+		v.problem(rel, KindIO, "%v", err)
 		size = corruptBlob
 	case got.Hex() != hx:
-		v.problem(j.rel, KindCorrupt, "content hashes to %s, not to its name", got.Short())
+		v.problem(rel, KindCorrupt, "content hashes to %s, not to its name", got.Short())
 		size = corruptBlob
 	}
-	v.mu.Lock()
-	v.blobs[hx] = size
-	v.mu.Unlock()
-}
-
-// checkSnapshot parses snapshot.json and checks every blob it references
-// is present with the recorded size (FORMAT §5.1).
-func (v *verifier) checkSnapshot() {
-	rel := manifest.SnapshotPath
-	b, ok := v.readWhole(rel, MaxSnapshotSize)
-	if !ok {
-		return
-	}
-	s, err := ParseSnapshot(b)
-	if err != nil {
-		v.problem(rel, KindSnapshot, "%s", strings.TrimPrefix(err.Error(), "capsule: "))
-		return
-	}
-	if v.m != nil && v.m.Schemas["snapshot"] != s.Version {
-		v.problem(rel, KindSchema, "version %d, the manifest says snapshot schema %d", s.Version, v.m.Schemas["snapshot"])
-	}
-	v.referenced = map[string]bool{}
-	for _, e := range s.Entries {
-		if e.Type == TypeFile {
-			v.checkReference(e)
-		}
-	}
-}
-
-// refer marks blob hx referenced and returns its size on disk (ok false:
-// absent) and whether this is its first reference.
-func (v *verifier) refer(hx string) (size int64, ok, first bool) {
-	first = !v.referenced[hx]
-	v.referenced[hx] = true
-	size, ok = v.blobs[hx]
-	return size, ok, first
-}
-
-func (v *verifier) checkReference(e Entry) {
-	hx := e.Blob.Hex()
-	switch size, ok, first := v.refer(hx); {
-	case !ok && first:
-		v.problem(manifest.BlobsDir+"/"+hx, KindMissing, "blob of snapshot entry %q is missing", clip(e.Path))
-	case ok && size >= 0 && size != e.Size:
-		v.problem(manifest.SnapshotPath, KindReference, "entry %q says %d bytes, blob %s has %d", clip(e.Path), e.Size, digest.Digest(e.Blob).Short(), size)
-	}
+	b.size = size // each worker writes its own records; read after par.Do
 }
 
 // readWhole reads a layout file of the view if it is present and regular.
@@ -319,12 +325,12 @@ func (v *verifier) checkEnvironment() {
 // checkUnreferenced warns about intact blobs the snapshot does not
 // reference: harmless (their names prove their content) but worth pruning.
 func (v *verifier) checkUnreferenced() {
-	if v.referenced == nil {
+	if !v.refsKnown {
 		return // the snapshot could not be read: no basis to judge
 	}
-	for hx, size := range v.blobs {
-		if !v.referenced[hx] && size != corruptBlob {
-			v.warn(manifest.BlobsDir+"/"+hx, KindUnreferenced, "intact blob (%d bytes) referenced by neither the snapshot nor a journal attachment", size)
+	for i := range v.blobs.n {
+		if size := v.blobs.at(i).size; !v.blobs.referenced(i) && size != corruptBlob {
+			v.warn(manifest.BlobsDir+"/"+v.blobs.hex(i), KindUnreferenced, "intact blob (%d bytes) referenced by neither the snapshot nor a journal attachment", size)
 		}
 	}
 }

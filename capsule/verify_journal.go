@@ -24,7 +24,7 @@ func VerifyJournal(fsys vfs.FS, dir string, opts VerifyOptions) (*Report, *manif
 	if !fi.IsDir() {
 		return nil, nil, fmt.Errorf("verify journal: %s is not a directory", dir)
 	}
-	v := &verifier{view: newView(fsys, dir), opts: opts, blobs: map[string]int64{}, present: map[string]fs.FileMode{}}
+	v := &verifier{view: newView(fsys, dir), opts: opts, present: map[string]fs.FileMode{}, missing: map[string]bool{}}
 	v.readManifest()
 	if v.m == nil {
 		return v.report(), nil, nil

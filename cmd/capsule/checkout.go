@@ -43,6 +43,7 @@ and renamed into place when complete.`,
 			if to == "" {
 				return usageError{errors.New("--to WORKSPACE is required")}
 			}
+			boundFileMemory()
 			c, err := capsule.Open(vfs.OS{}, args[0], writerConfig())
 			if err != nil {
 				return err

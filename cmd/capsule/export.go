@@ -100,6 +100,7 @@ type exportReport struct {
 }
 
 func runExport(cmd *cobra.Command, dir string, f exportFlags) error {
+	boundFileMemory()
 	if err := checkExportFlags(f); err != nil {
 		return err
 	}

@@ -65,6 +65,7 @@ identity (the format of ssh-keygen's ALLOWED SIGNERS).`,
 }
 
 func runImport(cmd *cobra.Command, file string, f importFlags) error {
+	boundFileMemory()
 	trust, err := f.sig.trust()
 	if err != nil {
 		return err
@@ -82,11 +83,14 @@ func runImport(cmd *cobra.Command, file string, f importFlags) error {
 	bar.Closing("syncing the unpacked files")
 	ctx, stop := interruptible(cmd)
 	defer stop()
+	hashed := archiveVerifyOptions()
+	hashed.BlobsHashed = true // the blobs were hashed as they were unpacked
 	res, err := archive.Import(vfs.OS{}, bar.Reader(&cancelReader{ctx: ctx, r: in}), f.out, archive.ImportConfig{
-		Limits:  limits,
-		Verify:  capsuleVerifier(archiveVerifyOptions(), f.quiet, bar),
-		Trust:   trust,
-		Context: ctx,
+		Limits:       limits,
+		Verify:       capsuleVerifier(archiveVerifyOptions(), f.quiet, bar),
+		VerifyHashed: capsuleVerifier(hashed, f.quiet, bar),
+		Trust:        trust,
+		Context:      ctx,
 	})
 	bar.Finish()
 	if ctx.Err() != nil {
