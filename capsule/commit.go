@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/agentcapsule/capsule/digest"
-	"github.com/agentcapsule/capsule/internal/dirlist"
 	"github.com/agentcapsule/capsule/envspec"
+	"github.com/agentcapsule/capsule/internal/dirlist"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
 )

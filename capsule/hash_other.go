@@ -15,4 +15,4 @@ func hashHost(vfs.FS, string, int64, Progress) (digest.Digest, int64, bool, erro
 
 // hashFilesHost has no fast path off Linux: hashFiles hashes one file at
 // a time.
-func hashFilesHost(vfs.FS, []hashTarget, int, Progress, hashDone) bool { return false }
+func hashFilesHost(vfs.FS, hashList, int, Progress, hashDone) bool { return false }

@@ -25,13 +25,13 @@ const pairMax = pipelineMin
 
 // hashFilesHost runs hashFiles on the host with paired lanes; false when
 // fsys is not the host's or the CPU gains nothing from pairing.
-func hashFilesHost(fsys vfs.FS, ts []hashTarget, w int, p Progress, done hashDone) bool {
+func hashFilesHost(fsys vfs.FS, ts hashList, w int, p Progress, done hashDone) bool {
 	if _, host := fsys.(vfs.OS); !host || !digest.Blocks2Native() {
 		return false
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range max(1, min(w, len(ts))) {
+	for range max(1, min(w, ts.Len())) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -48,7 +48,7 @@ func hashFilesHost(fsys vfs.FS, ts []hashTarget, w int, p Progress, done hashDon
 // together. A lane whose file ends takes the next; files of pairMax bytes
 // and more are hashed alone (hashPath).
 type pairWorker struct {
-	ts    []hashTarget
+	ts    hashList
 	next  *atomic.Int64
 	p     Progress
 	done  hashDone
@@ -59,7 +59,8 @@ type pairWorker struct {
 // but not yet hashed, and the file's bytes before lane.Len()+hi-lo are
 // consumed.
 type pairLane struct {
-	i      int // index in ts; -1: idle
+	i      int    // index in ts; -1: idle
+	name   string // the file's path, for errors
 	fd     int
 	lane   digest.Lane
 	buf    []byte
@@ -116,10 +117,13 @@ func (w *pairWorker) fill(l *pairLane) {
 func (w *pairWorker) take(l *pairLane) bool {
 	for {
 		i := int(w.next.Add(1) - 1)
-		if i >= len(w.ts) {
+		if i >= w.ts.Len() {
 			return false
 		}
-		t := w.ts[i]
+		t, ok := w.ts.Target(i)
+		if !ok {
+			continue
+		}
 		if t.size < 0 || t.size >= pairMax {
 			d, n, err := hashPath(t.name, t.size, w.p)
 			w.done(i, d, n, err)
@@ -130,7 +134,7 @@ func (w *pairWorker) take(l *pairLane) bool {
 			w.done(i, "", 0, &fs.PathError{Op: "open", Path: t.name, Err: err})
 			continue
 		}
-		*l = pairLane{i: i, fd: fd, lane: digest.NewLane(), buf: l.buf}
+		*l = pairLane{i: i, name: t.name, fd: fd, lane: digest.NewLane(), buf: l.buf}
 		return true
 	}
 }
@@ -146,7 +150,7 @@ func (w *pairWorker) read(l *pairLane) {
 		case err == unix.EINTR:
 			continue
 		case err != nil:
-			w.finish(l, "", &fs.PathError{Op: "read", Path: w.ts[l.i].name, Err: err})
+			w.finish(l, "", &fs.PathError{Op: "read", Path: l.name, Err: err})
 			return
 		case n == 0:
 			l.eof = true
@@ -171,7 +175,7 @@ func (w *pairWorker) finishAlone(l *pairLane) {
 		w.finishSized(l, h.Digest(), h.Size(), nil)
 		return
 	}
-	d, n, err := hashFD(h, l.fd, w.ts[l.i].name, w.p)
+	d, n, err := hashFD(h, l.fd, l.name, w.p)
 	w.finishSized(l, d, n, err)
 }
 

@@ -82,7 +82,7 @@ func checkHashFiles(t *testing.T, label string, fsys vfs.FS, ts []hashTarget, wa
 	var mu sync.Mutex
 	calls := make([]int, len(ts))
 	var p countProgress
-	hashFiles(fsys, ts, w, &p, func(i int, d digest.Digest, n int64, err error) {
+	hashFiles(fsys, hashSlice(ts), w, &p, func(i int, d digest.Digest, n int64, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls[i]++
@@ -122,7 +122,7 @@ func BenchmarkHashFiles(b *testing.B) {
 	b.Run("paired", func(b *testing.B) {
 		b.SetBytes(int64(len(ts) * len(buf)))
 		for range b.N {
-			hashFiles(vfs.OS{}, ts, 0, nil, func(int, digest.Digest, int64, error) {})
+			hashFiles(vfs.OS{}, hashSlice(ts), 0, nil, func(int, digest.Digest, int64, error) {})
 		}
 	})
 	b.Run("single", func(b *testing.B) {

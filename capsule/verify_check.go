@@ -28,9 +28,10 @@ type hashJob struct {
 
 // hashAll hashes the layout files, the journal's committed prefix and every
 // blob on opts.Workers goroutines: the files of pipelineMin bytes or more
-// first, largest first, so that no large file is left for the end while
-// the other workers idle, then the other blobs in the table's order. Only
-// the large blobs' indices are held for this, not an order of every blob.
+// largest first on one set of workers, so that no large file is left for
+// the end while the others idle; beside them, hashFiles hashes the other
+// blobs in the table's order (two at once per core on the host). Only the
+// large blobs' indices are held for this, not an order of every blob.
 func (v *verifier) hashAll() {
 	var jobs []hashJob
 	if v.m != nil {
@@ -73,36 +74,44 @@ func (v *verifier) hashAll() {
 		st.SetTotal(total)
 	}
 	p := newLockedProgress(v.opts.Progress)
-	next := hashOrder(large, isLarge, len(jobs))
-	par.Do(len(jobs)+v.blobs.n, workers(v.opts.Workers), func(int) {
-		k := next()
-		if k < len(jobs) {
-			jobs[k].run(jobs[k], p)
-			return
-		}
-		v.checkBlob(k-len(jobs), p)
+	// The layout files, the journal and the large blobs, largest first, on
+	// one set of workers; the other blobs through hashFiles, which on the
+	// host hashes two small files at once per core (digest.Blocks2).
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		par.Do(len(large), workers(v.opts.Workers), func(i int) {
+			k := large[i]
+			if k < len(jobs) {
+				jobs[k].run(jobs[k], p)
+				return
+			}
+			v.checkBlob(k-len(jobs), p)
+		})
 	})
+	hashFiles(v.fsys, smallBlobs{v: v, large: isLarge}, v.opts.Workers, p, func(i int, d digest.Digest, n int64, err error) {
+		v.blobHashed(i, d, n, err)
+	})
+	wg.Wait()
 }
 
-// hashOrder returns a function handing out the jobs in hashAll's order,
-// one per call, safe for concurrent use: first, then every blob not marked
-// in skip (the large ones, already in first).
-func hashOrder(first []int, skip []uint64, nJobs int) func() int {
-	var mu sync.Mutex
-	i, blob := 0, 0
-	return func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		if i < len(first) {
-			i++
-			return first[i-1]
-		}
-		for skip[blob/64]&(1<<(blob%64)) != 0 {
-			blob++
-		}
-		blob++
-		return nJobs + blob - 1
+// smallBlobs is the hashList of the blobs hashAll leaves to hashFiles:
+// those not marked large and not hashed already by the caller. Paths are
+// made one at a time, so no list of a million names is held.
+type smallBlobs struct {
+	v     *verifier
+	large []uint64 // bit i: blob i is hashed with the large files
+}
+
+// Len returns the number of blobs in the table.
+func (s smallBlobs) Len() int { return s.v.blobs.n }
+
+// Target returns blob i's path and size, or false if it is not to be hashed here.
+func (s smallBlobs) Target(i int) (hashTarget, bool) {
+	b := s.v.blobs.at(i)
+	if s.large[i/64]&(1<<(i%64)) != 0 || (s.v.opts.BlobsHashed && b.size >= 0) {
+		return hashTarget{}, false
 	}
+	return hashTarget{name: s.v.file(manifest.BlobsDir + "/" + hex.EncodeToString(b.key[:])), size: b.size}, true
 }
 
 // job prepares the check of rel if it is a regular file of the view.
@@ -267,9 +276,16 @@ func (v *verifier) checkBlob(i int, p Progress) {
 	if v.opts.BlobsHashed && b.size >= 0 {
 		return // the caller hashed it; its size is from the walk
 	}
+	got, n, err := hashFile(v.fsys, v.file(manifest.BlobsDir+"/"+hex.EncodeToString(b.key[:])), b.size, p)
+	v.blobHashed(i, got, n, err)
+}
+
+// blobHashed records the outcome of hashing blob i: its size, or a problem
+// if it could not be read or hashes to another name.
+func (v *verifier) blobHashed(i int, got digest.Digest, n int64, err error) {
+	b := v.blobs.at(i)
 	hx := hex.EncodeToString(b.key[:])
 	rel := manifest.BlobsDir + "/" + hx
-	got, n, err := hashFile(v.fsys, v.file(rel), b.size, p)
 	v.hashed(n, false)
 	size := n
 	switch {

@@ -3,6 +3,7 @@ package capsule
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -64,17 +65,49 @@ func TestVerifyAndCheckoutReadAnyShapeOfSnapshot(t *testing.T) {
 	}
 }
 
-// TestHashOrderHandsOutEachJobOnce pins hashAll's order: the jobs given
-// first, then every blob not skipped, each once.
-func TestHashOrderHandsOutEachJobOnce(t *testing.T) {
-	// one layout job (0) and four blobs (1..4), blob 1 (job 2) large
-	next := hashOrder([]int{2, 0}, []uint64{1 << 1}, 1)
-	var got []int
-	for range 5 {
-		got = append(got, next())
+// TestVerifyHashesEveryBlobOnce pins hashAll's split between the large
+// files and the small blobs hashed in pairs: on the host file system, every
+// blob is hashed exactly once (the bytes hashed are the layout files', the
+// journal's and every blob's), and a changed blob is named whether it is
+// small (hashed in a lane) or large (hashed alone).
+func TestVerifyHashesEveryBlobOnce(t *testing.T) {
+	c := newCapsule(t)
+	s := NewSnapshot()
+	bodies := []string{strings.Repeat("L", pipelineMin+1)}
+	for i := range 37 {
+		bodies = append(bodies, strings.Repeat(fmt.Sprint(i), 1+i*997))
 	}
-	if want := []int{2, 0, 1, 3, 4}; !cmp.Equal(got, want) {
-		t.Errorf("order %v, want %v", got, want)
+	var blobBytes int64
+	for i, body := range bodies {
+		d, n, err := c.PutBlob(strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobBytes += n
+		s.Entries = append(s.Entries, Entry{Path: fmt.Sprintf("f%02d", i), Type: TypeFile, Size: n, Blob: d})
+	}
+	if err := c.Commit(func(tx *Tx) error { return tx.SetSnapshot(s) }); err != nil {
+		t.Fatal(err)
+	}
+	r := mustVerify(t, vfs.OS{}, c.Dir())
+	layout := r.Bytes - blobBytes
+	if r.Blobs != len(bodies) || layout < 0 || layout > 64<<10 {
+		t.Fatalf("hashed %d bytes of %d blobs; want the %d blob bytes once plus the small layout files", r.Bytes, r.Blobs, blobBytes)
+	}
+	small, large := blobPath(c, bodies[20]), blobPath(c, bodies[0])
+	writeOver(t, small, []byte(strings.Repeat("z", len(bodies[20]))))
+	writeOver(t, large, []byte(strings.Repeat("M", len(bodies[0]))))
+	r, err := Verify(vfs.OS{}, c.Dir(), VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		manifest.BlobsDir + "/" + filepath.Base(large) + " " + string(KindCorrupt),
+		manifest.BlobsDir + "/" + filepath.Base(small) + " " + string(KindCorrupt),
+	}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, kinds(r.Problems)); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
 

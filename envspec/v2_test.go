@@ -43,7 +43,7 @@ func TestCheckV2Refuses(t *testing.T) {
 		"hosts without network": strings.Replace(s, `"network": "hosts"`, `"network": "none"`, 1),
 		"full network":          strings.Replace(s, `"network": "hosts"`, `"network": "full"`, 1),
 		"built-in effect":       strings.Replace(s, `"run": {"approval": "required"}`, `"run": {"approval": "required", "effect": "read"}`, 1),
-		"no lifecycle":          strings.Replace(s, `,
+		"no lifecycle": strings.Replace(s, `,
   "lifecycle": {"ephemeral": false, "discard_max_tokens": 0}`, ``, 1),
 	} {
 		if bad == s {
