@@ -150,7 +150,7 @@ func TestOpenRefusesNonCapsuleAndNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Open(fsys, "/c", Config{})
-	if !errors.Is(err, manifest.ErrUnsupported) || !strings.Contains(err.Error(), "journal schema version 9 is newer") {
+	if !errors.Is(err, manifest.ErrUnsupported) || !strings.Contains(err.Error(), "journal schema version 9 (written by "+testConfig().Writer.Release+") is newer") {
 		t.Errorf("got %v, want the journal version refused", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,14 +212,35 @@ func TestCheckVersions(t *testing.T) {
 		got = append(got, *e)
 	}
 	want := []VersionError{
-		{Kind: "journal", Got: schema.Current[schema.Journal] + 1, Max: schema.Current[schema.Journal]},
-		{Kind: "snapshot", Got: 0, Max: schema.Current[schema.Snapshot]},
+		{Kind: "journal", Got: schema.Current[schema.Journal] + 1, Max: schema.Current[schema.Journal], Writer: m.Writer.Release},
+		{Kind: "snapshot", Got: 0, Max: schema.Current[schema.Snapshot], Writer: m.Writer.Release},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Error(diff)
 	}
-	if err := m.CheckVersions(); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "journal schema version 2 is newer") {
+	if err := m.CheckVersions(); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "journal schema version 2 (written by "+m.Writer.Release+") is newer") {
 		t.Errorf("CheckVersions: %v", err)
+	}
+}
+
+// FORMAT §11.4: a refusal names the release that wrote the record, and
+// only when the manifest's writer release is a plain release string.
+func TestVersionErrorNamesWriter(t *testing.T) {
+	m := example()
+	m.Schemas[schema.Journal] = schema.Current[schema.Journal] + 1
+	for _, tc := range []struct{ release, want string }{
+		{"0.9.1", "(written by 0.9.1)"},
+		{"0.9.1\x1b[31m", "journal schema version " + fmt.Sprint(schema.Current[schema.Journal]+1) + " is newer"},
+	} {
+		m.Writer.Release = tc.release
+		if err := m.CheckVersions(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("writer %q: %v, want it to contain %q", tc.release, err, tc.want)
+		}
+	}
+	b := []byte(`{"format": 7, "writer": {"release": "0.9.1", "commit": "x"}}`)
+	var ve *VersionError
+	if _, err := Parse(b); !errors.As(err, &ve) || ve.Writer != "0.9.1" || !strings.Contains(err.Error(), "manifest schema version 7 (written by 0.9.1) is newer") {
+		t.Errorf("Parse of a newer format: %v", err)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/agentcapsule/capsule/schema"
 )
 
 // Sentinel errors callers branch on.
@@ -73,14 +75,51 @@ type VersionError struct {
 	Kind string
 	// Got is the version found; Max the newest this release reads.
 	Got, Max int
+	// Writer is the release the manifest names as its writer, "" if it
+	// names none that can be read.
+	Writer string
 }
 
-// Error explains the refusal and what to do about it.
+// Error explains the refusal, naming the writer release when known, and
+// what to do about it.
 func (e *VersionError) Error() string {
-	if e.Got > e.Max {
-		return fmt.Sprintf("manifest: %s schema version %d is newer than this release reads (up to %d); upgrade capsule", e.Kind, e.Got, e.Max)
+	by := ""
+	if e.Writer != "" {
+		by = " (written by " + e.Writer + ")"
 	}
-	return fmt.Sprintf("manifest: %s schema version %d is not a version this release reads (1 to %d)", e.Kind, e.Got, e.Max)
+	if e.Got > e.Max {
+		return fmt.Sprintf("manifest: %s schema version %d%s is newer than this release (%s) reads (up to %d); upgrade capsule", e.Kind, e.Got, by, schema.Release, e.Max)
+	}
+	return fmt.Sprintf("manifest: %s schema version %d%s is not a version this release (%s) reads (1 to %d)", e.Kind, e.Got, by, schema.Release, e.Max)
+}
+
+// writerRelease returns the release a manifest's bytes name as writer, or
+// "" (it is read leniently, only to name it in a refusal).
+func writerRelease(data []byte) string {
+	var w struct {
+		Writer struct {
+			Release string `json:"release"`
+		} `json:"writer"`
+	}
+	if json.Unmarshal(data, &w) != nil {
+		return ""
+	}
+	return safeRelease(w.Writer.Release)
+}
+
+// safeRelease returns r if it looks like a release string (at most 64
+// letters, digits, '.', '-' and '+'), else "": an outside string reaches an
+// error message only when it cannot carry control characters or markup.
+func safeRelease(r string) string {
+	if len(r) > 64 {
+		return ""
+	}
+	for _, c := range r {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '-' || c == '+') {
+			return ""
+		}
+	}
+	return r
 }
 
 // Unwrap makes errors.Is(err, ErrUnsupported) true.
@@ -291,7 +330,7 @@ func checkFormat(data []byte, members map[string]member) error {
 		return &ParseError{Problems: []Problem{{Field: "format", Line: l, Column: c, Msg: "must be an integer"}}}
 	}
 	if v < 1 || v > FormatVersion {
-		return &VersionError{Kind: "manifest", Got: v, Max: FormatVersion}
+		return &VersionError{Kind: "manifest", Got: v, Max: FormatVersion, Writer: writerRelease(data)}
 	}
 	return nil
 }

@@ -34,11 +34,11 @@ func (m *Manifest) Validate() error {
 func (m *Manifest) VersionErrors() []*VersionError {
 	var out []*VersionError
 	if m.Format < 1 || m.Format > FormatVersion {
-		out = append(out, &VersionError{Kind: "manifest", Got: m.Format, Max: FormatVersion})
+		out = append(out, &VersionError{Kind: "manifest", Got: m.Format, Max: FormatVersion, Writer: safeRelease(m.Writer.Release)})
 	}
 	for _, k := range schema.Kinds {
 		if v, ok := m.Schemas[k]; ok && !schema.CanRead(k, v) {
-			out = append(out, &VersionError{Kind: string(k), Got: v, Max: schema.Current[k]})
+			out = append(out, &VersionError{Kind: string(k), Got: v, Max: schema.Current[k], Writer: safeRelease(m.Writer.Release)})
 		}
 	}
 	return out
