@@ -3,7 +3,7 @@ package archive
 // Default limits of an import (docs/FORMAT.md §9.3).
 const (
 	DefaultMaxTotal     int64  = 16 << 30  // 16 GiB of entry contents
-	DefaultMaxEntries          = 1_000_000 // entries of any type
+	DefaultMaxEntries          = 4_000_000 // entries of any type
 	DefaultMaxPathLen          = 1024      // bytes of an entry name
 	DefaultMaxWindow    uint64 = 32 << 20  // zstd window the decoder accepts
 	maxComponentLen            = 255       // bytes of one name component
