@@ -1,6 +1,8 @@
 package node
 
 import (
+	"encoding/json"
+
 	"github.com/agentcapsule/capsule/manifest"
 )
 
@@ -16,3 +18,12 @@ const (
 	statCacheFile = "statcache.json" // the saved stat cache of work (store.StatCache.SaveFile)
 	journalInCap  = manifest.JournalPath
 )
+
+// mustJSON encodes plain data, which cannot fail to encode.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

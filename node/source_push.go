@@ -182,14 +182,6 @@ func (n *Node) writeBlob(w io.Writer, mr *moveRun, b transfer.Blob) error {
 	return err
 }
 
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
 // journalTail returns the journal lines after from up to to, and the event
 // count they follow. When from does not name an event of this journal the
 // whole journal up to to is sent (starting after 0 events). The journal
