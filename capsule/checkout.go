@@ -109,6 +109,7 @@ func (c *Capsule) scanSnapshot(want manifest.File, fn func(Entry) error) error {
 	return serr
 }
 
+// add counts e into st.
 func (st *SnapshotStats) add(e Entry) {
 	switch e.Type {
 	case TypeFile:

@@ -257,15 +257,7 @@ func (s *Snapshot) Blobs() map[digest.Digest]int64 {
 func (s *Snapshot) Stats() SnapshotStats {
 	var st SnapshotStats
 	for _, e := range s.Entries {
-		switch e.Type {
-		case TypeFile:
-			st.Files++
-			st.Bytes += e.Size
-		case TypeDir:
-			st.Dirs++
-		case TypeSymlink:
-			st.Symlinks++
-		}
+		st.add(e)
 	}
 	return st
 }
