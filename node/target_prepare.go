@@ -1,7 +1,6 @@
 package node
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -71,11 +70,14 @@ func (a *tenant) noteMeta(in *inMove, run bool) error {
 	if meta == a.meta && exists(a.n.fsys, a.path(agentMetaFile)) {
 		return nil
 	}
-	b, err := json.MarshalIndent(meta, "", "  ")
+	if a.metaRefused != nil {
+		return a.metaRefused
+	}
+	b, err := encodeMeta(meta)
 	if err != nil {
 		return err
 	}
-	if err := in.batch.WriteAtomic(a.n.fsys, a.path(agentMetaFile), append(b, '\n'), 0o600); err != nil {
+	if err := in.batch.WriteAtomic(a.n.fsys, a.path(agentMetaFile), b, 0o600); err != nil {
 		return err
 	}
 	a.meta = meta

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -74,9 +73,10 @@ func (a *tenant) promote(act transfer.Action) error {
 
 // saveMetaIfChanged writes agent.json unless it already says a.meta.
 func (a *tenant) saveMetaIfChanged() error {
-	var disk agentMeta
-	if b, err := vfs.ReadFile(a.n.fsys, a.path(agentMetaFile)); err == nil && json.Unmarshal(b, &disk) == nil && disk == a.meta {
-		return nil
+	if b, err := vfs.ReadFile(a.n.fsys, a.path(agentMetaFile)); err == nil {
+		if disk, err := decodeMeta(b); err == nil && disk == a.meta {
+			return nil
+		}
 	}
 	return a.saveMeta()
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -50,12 +49,18 @@ func (a *tenant) persist(recs []transfer.Record) error {
 	return nil
 }
 
+// saveMeta writes agent.json at this release's version; it refuses while
+// the file on disk is one this release cannot read, so a newer release's
+// record is kept byte for byte.
 func (a *tenant) saveMeta() error {
-	b, err := json.MarshalIndent(a.meta, "", "  ")
+	if a.metaRefused != nil {
+		return a.metaRefused
+	}
+	b, err := encodeMeta(a.meta)
 	if err != nil {
 		return err
 	}
-	return vfs.WriteFile(a.n.fsys, a.path(agentMetaFile), append(b, '\n'), 0o600)
+	return vfs.WriteFile(a.n.fsys, a.path(agentMetaFile), b, 0o600)
 }
 
 // stepTarget feeds in to the agent's Target and persists its records. On a
@@ -79,8 +84,13 @@ func (n *Node) loadTenant(id string) *tenant {
 	// Unsynced blobs of a process that stopped: a crash may have torn them.
 	_ = n.fsys.RemoveAll(a.path(freshDir))
 	if b, err := vfs.ReadFile(n.fsys, a.path(agentMetaFile)); err == nil {
-		_ = json.Unmarshal(b, &a.meta)
+		a.meta, a.metaRefused = decodeMeta(b)
 	}
+	defer func() {
+		if a.metaRefused != nil && a.blocked == nil {
+			a.blocked = a.metaRefused // fail closed: its intent is unknown
+		}
+	}()
 	t, err := LoadTarget(n.fsys, a.path(HolderFile), n.id, id)
 	if errors.Is(err, ErrNoHolder) && !exists(n.fsys, a.capsule()) {
 		// Only pre-copied blobs arrived: no promise was ever made for this

@@ -39,7 +39,7 @@ func histories() map[Kind]History {
 		{Kind: SourceLog, Where: "DATA/agents/<id>/source.jsonl: v of every signed record (before record logs: source.json)", Floor: 1, Current: 1, Versions: []Version{
 			{1, "signed transfer.Source records of the latest move, newest last", "0.1.0"},
 		}},
-		{Kind: AgentMeta, Where: "DATA/agents/<id>/agent.json: no version member (version 1)", Floor: 1, Current: 1, Versions: []Version{
+		{Kind: AgentMeta, Where: "DATA/agents/<id>/agent.json: v and release (from 0.2.0; absent: version 1 written by 0.1.0)", Floor: 1, Current: 1, Versions: []Version{
 			{1, "name, run, removed and removed_at", "0.1.0"},
 		}},
 		{Kind: Shadow, Where: "DATA/agents/<id>/shadow.json: no version member (version 1)", Floor: 1, Current: 1, Versions: []Version{
