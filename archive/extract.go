@@ -28,7 +28,6 @@ type extractor struct {
 	lim      Limits
 	collect  bool
 	progress Progress
-	durable  bool // files are made durable by syncAll (Import); Verify's throwaway folder is not
 
 	// names holds every folded name claimed but the blobs' (FORMAT §1
 	// allows a handful). A blob is claimed under its own name, which is its
@@ -57,11 +56,11 @@ type nameInfo struct {
 }
 
 // newExtractor returns an extractor into root. Import makes every file
-// durable (durable), in one batch once the archive is accepted (syncAll);
-// Verify, whose folder is thrown away, does not.
-func newExtractor(fsys vfs.FS, root string, lim Limits, collect, durable bool, p Progress) *extractor {
+// durable in one batch once the archive is accepted (syncAll); Verify,
+// whose folder is thrown away, does not call it.
+func newExtractor(fsys vfs.FS, root string, lim Limits, collect bool, p Progress) *extractor {
 	return &extractor{
-		fsys: fsys, root: root, lim: lim, collect: collect, progress: p, durable: durable,
+		fsys: fsys, root: root, lim: lim, collect: collect, progress: p,
 		names: map[string]nameInfo{},
 		buf:   make([]byte, copyBufSize),
 	}

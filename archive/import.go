@@ -121,7 +121,7 @@ func importInto(fsys vfs.FS, r io.Reader, staging string, cfg ImportConfig) (*Im
 		return nil, err
 	}
 	defer closeFn()
-	x := newExtractor(fsys, staging, lim, false, true, cfg.Progress)
+	x := newExtractor(fsys, staging, lim, false, cfg.Progress)
 	x.hashBlobs = cfg.VerifyHashed != nil
 	ctx := orBackground(cfg.Context)
 	if err := x.run(src); err != nil {

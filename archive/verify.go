@@ -185,7 +185,7 @@ func verifyInto(fsys vfs.FS, r io.Reader, staging string, cfg VerifyConfig) (*Re
 	}
 	defer closeFn()
 	rep.Compression = comp.String()
-	x := newExtractor(fsys, staging, lim, true, false, cfg.Progress)
+	x := newExtractor(fsys, staging, lim, true, cfg.Progress)
 	err = x.run(src)
 	var ie ioError
 	if errors.As(err, &ie) {
