@@ -43,7 +43,7 @@ and renamed into place when complete.`,
 			if to == "" {
 				return usageError{errors.New("--to WORKSPACE is required")}
 			}
-			boundFileMemory()
+			defer boundHeap(fileHeapLimit)()
 			c, err := capsule.Open(vfs.OS{}, args[0], writerConfig())
 			if err != nil {
 				return err

@@ -100,7 +100,7 @@ type exportReport struct {
 }
 
 func runExport(cmd *cobra.Command, dir string, f exportFlags) error {
-	boundFileMemory()
+	defer boundHeap(fileHeapLimit)()
 	if err := checkExportFlags(f); err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ identity (the format of ssh-keygen's ALLOWED SIGNERS).`,
 }
 
 func runImport(cmd *cobra.Command, file string, f importFlags) error {
-	boundFileMemory()
+	defer boundHeap(fileHeapLimit)()
 	trust, err := f.sig.trust()
 	if err != nil {
 		return err

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -80,7 +79,7 @@ func journalPath(p string) (path string, isCapsule bool, err error) {
 }
 
 func runLog(cmd *cobra.Command, target string, f logFlags) error {
-	defer boundHeap()()
+	defer boundHeap(streamingHeap)()
 	path, isCapsule, err := journalPath(target)
 	if err != nil {
 		return err
@@ -120,24 +119,6 @@ func runLog(cmd *cobra.Command, target string, f logFlags) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
 	return follow(ctx, path, wholeLines(file, info.Size()), p, 200*time.Millisecond)
-}
-
-// streamingHeap is the soft limit on the Go heap of the commands that
-// stream a journal (log, log verify, log merge, render). What they hold is
-// bounded by design (a few batches in flight, a dozen bytes per event for
-// the chain check or the render index); the limit makes the collector
-// reclaim the garbage of the stream before the heap doubles, which keeps
-// peak RSS under 100 MiB at a million events.
-const streamingHeap = 64 << 20
-
-// boundHeap sets that limit unless GOMEMLIMIT chose one, and returns a
-// function that restores the previous limit.
-func boundHeap() func() {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return func() {}
-	}
-	prev := debug.SetMemoryLimit(streamingHeap)
-	return func() { debug.SetMemoryLimit(prev) }
 }
 
 // maxShown bounds the problems `capsule log` prints: a file that is not a
@@ -286,7 +267,7 @@ type verifyReport struct {
 }
 
 func runLogVerify(cmd *cobra.Command, target string, asJSON bool) error {
-	defer boundHeap()()
+	defer boundHeap(streamingHeap)()
 	path, isCapsule, err := journalPath(target)
 	if err != nil {
 		return err
@@ -638,7 +619,7 @@ writes nothing.`,
 }
 
 func runLogMerge(cmd *cobra.Command, a, b, out string) error {
-	defer boundHeap()()
+	defer boundHeap(streamingHeap)()
 	if info, err := os.Stat(out); err == nil && info.IsDir() {
 		return usageError{fmt.Errorf("-o %s is a folder; give a journal file name", out)}
 	}

@@ -122,7 +122,7 @@ func renderTarget(f renderFlags) (render.Target, error) {
 // are not in total order is read whole and sorted instead, with the same
 // result.
 func renderFile(path string, t render.Target) ([]byte, *render.Report, error) {
-	defer boundHeap()()
+	defer boundHeap(streamingHeap)()
 	if !strings.HasSuffix(path, ".jsonl") {
 		path = filepath.Join(path, "memory", "timeline_events.jsonl")
 	}

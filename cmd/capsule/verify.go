@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -14,23 +13,6 @@ import (
 )
 
 func init() { addCommand(newVerifyCmd) }
-
-// fileHeapLimit is the soft limit on the Go heap that the commands whose
-// memory grows with the number of files (verify, export, import,
-// checkout) set, unless GOMEMLIMIT is set. What they keep per file is
-// pointer-free (a digest and a size, 40 bytes at most), so a collection
-// costs little, and collecting early keeps the garbage of a million
-// small files from doubling the heap: with the binary's own pages the
-// process stays under 100 MiB at a million files. Past that the heap
-// grows as it must; the limit is soft.
-const fileHeapLimit = 60 << 20
-
-// boundFileMemory applies fileHeapLimit.
-func boundFileMemory() {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(fileHeapLimit)
-	}
-}
 
 type verifyFlags struct {
 	sig     sigFlags
@@ -71,7 +53,7 @@ required (OpenSSH allowed_signers format, as for "ssh-keygen -Y verify").`,
 }
 
 func runVerify(cmd *cobra.Command, path string, f verifyFlags) error {
-	boundFileMemory()
+	defer boundHeap(fileHeapLimit)()
 	trust, err := f.sig.trust()
 	if err != nil {
 		return err
