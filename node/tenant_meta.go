@@ -51,7 +51,11 @@ func decodeMeta(b []byte) (agentMeta, error) {
 				return agentMeta{}, fmt.Errorf("%s: migrate %d to %d: %w", agentMetaFile, st.From, st.To, err)
 			}
 		}
-		return decodeMeta(b)
+		var m metaFile
+		if err := json.Unmarshal(b, &m); err != nil {
+			return agentMeta{}, fmt.Errorf("%s: migrated: %w", agentMetaFile, err)
+		}
+		return m.agentMeta, nil
 	}
 	return f.agentMeta, nil
 }
