@@ -72,6 +72,9 @@ func setOriginals(m *manifest.Manifest, list []Original) error {
 // steps (FORMAT §11.4). Nothing was written.
 var ErrRefused = errors.New("capsule: refused")
 
+// ErrUnknownRelease marks a release this build knows nothing of.
+var ErrUnknownRelease = errors.New("capsule: unknown release")
+
 // RefusedError names the kind, the version found, the release that wrote
 // it and the release that can read it.
 type RefusedError struct {
@@ -239,7 +242,7 @@ func releaseVersions(r string) (map[schema.Kind]int, error) {
 		}
 	}
 	if !known {
-		return nil, fmt.Errorf("capsule: unknown release %q (this build knows the releases of docs/RELEASES.md up to %s)", r, schema.Release)
+		return nil, fmt.Errorf("%w %q (this build knows the releases of docs/RELEASES.md up to %s)", ErrUnknownRelease, r, schema.Release)
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"reflect"
 
 	"github.com/agentcapsule/capsule/digest"
@@ -21,6 +22,10 @@ type MigrateOptions struct {
 	To string
 	// DryRun plans and checks every step but writes nothing.
 	DryRun bool
+	// Verify, when set, verifies the capsule with these options before
+	// anything is written; a capsule with problems is refused (a
+	// *VerifyError). Each converted file is checked either way.
+	Verify *VerifyOptions
 }
 
 // KindChange is what Migrate did (or would do) to one kind.
@@ -34,7 +39,8 @@ type KindChange struct {
 // MigrateResult reports a migration.
 type MigrateResult struct {
 	Dir     string       `json:"dir"`
-	Release string       `json:"release"` // the release whose versions the capsule now has
+	Release string       `json:"release"`      // the release whose versions the capsule now has
+	From    string       `json:"from_release"` // the writer the manifest named before
 	DryRun  bool         `json:"dry_run"`
 	Changes []KindChange `json:"changes"`
 	// Kept lists the originals this migration stored (FORMAT §11.5).
@@ -65,6 +71,15 @@ func Migrate(fsys vfs.FS, dir string, cfg Config, opts MigrateOptions) (*Migrate
 	if err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
+	if opts.Verify != nil {
+		rep, err := Verify(fsys, dir, *opts.Verify)
+		if err != nil {
+			return nil, fmt.Errorf("migrate: %w", err)
+		}
+		if err := rep.Err(); err != nil {
+			return nil, fmt.Errorf("migrate: %w", err)
+		}
+	}
 	c, err := Open(fsys, dir, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
@@ -81,6 +96,9 @@ func Migrate(fsys vfs.FS, dir string, cfg Config, opts MigrateOptions) (*Migrate
 	if opts.DryRun || len(r.Changes) == 0 {
 		return r, nil
 	}
+	if err := mg.restoreSignature(); err != nil {
+		return r, fmt.Errorf("migrate: restore %s: %w", manifest.SignatureName, err)
+	}
 	if err := mg.removeDropped(); err != nil {
 		return r, fmt.Errorf("migrate: %w", err)
 	}
@@ -96,6 +114,56 @@ type migration struct {
 	dry     bool
 	old     []byte // the manifest's bytes before the migration
 	dropped []Original
+
+	sig      *Original // the kept signature of the manifest a rollback restores
+	sigBytes []byte    // its bytes, written back after the commit
+}
+
+// keepSignature keeps manifest.json.sig, which the commit removes (a
+// signature covers the exact manifest bytes it was made for), so that a
+// rollback that restores those bytes restores it too.
+func (mg *migration) keepSignature(tx *Tx, writer string) ([]Original, error) {
+	b, err := readLimited(mg.c.fsys, mg.c.path(manifest.SignatureName), maxSignatureSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !mg.dry {
+		if _, _, err := tx.PutBlob(bytes.NewReader(b)); err != nil {
+			return nil, err
+		}
+	}
+	return []Original{{Kind: schema.Manifest, Version: tx.m.Format, Path: manifest.SignatureName, Writer: writer,
+		Digest: digest.FromBytes(b), Size: int64(len(b))}}, nil
+}
+
+// takeSignature removes the kept signature of the target release's
+// manifest from list, remembering it for restoreSignature.
+func (mg *migration) takeSignature(list []Original) []Original {
+	out := list[:0:0]
+	for _, o := range list {
+		if o.Kind == schema.Manifest && o.Path == manifest.SignatureName && o.Writer == mg.release {
+			o := o
+			mg.sig = &o
+			mg.dropped = append(mg.dropped, o)
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// restoreSignature writes back the signature of a restored manifest.
+func (mg *migration) restoreSignature() error {
+	if mg.sigBytes == nil {
+		return nil
+	}
+	if err := vfs.WriteFile(mg.c.fsys, mg.c.path(manifest.SignatureName), mg.sigBytes, filePerm); err != nil {
+		return err
+	}
+	return mg.c.fsys.SyncDir(mg.c.dir)
 }
 
 // errDryRun ends a dry run's commit function so that nothing is committed.
@@ -107,6 +175,7 @@ func (mg *migration) run(tx *Tx) ([]byte, error) {
 		return nil, err
 	}
 	mg.old = old
+	mg.r.From = tx.m.Writer.Release
 	orig, err := Originals(tx.m)
 	if err != nil {
 		return nil, err
@@ -171,7 +240,8 @@ func (mg *migration) kind(tx *Tx, k schema.Kind, from, to int, orig *[]Original)
 		return ch, nil, err
 	}
 	tx.m.Schemas[k] = to
-	if mg.dry {
+	if mg.dry { // describe the file the commit would stage, stage nothing
+		tx.m.SetFile(manifest.File{Path: ch.Path, Size: int64(len(out)), Digest: digest.FromBytes(out)})
 		return ch, kept, nil
 	}
 	return ch, kept, tx.SetFile(ch.Path, bytes.NewReader(out))
@@ -287,12 +357,19 @@ func (mg *migration) finishManifest(tx *Tx, orig *[]Original) ([]byte, error) {
 			}
 			list = append(list, o)
 			mg.r.Kept = append(mg.r.Kept, o)
+			sig, err := mg.keepSignature(tx, w)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, sig...)
+			mg.r.Kept = append(mg.r.Kept, sig...)
 		}
 		return nil, setOriginals(tx.m, dedupe(list))
 	}
 	mg.r.Manifest = "rewritten"
+	*orig = mg.takeSignature(*orig)
 	for i, o := range *orig {
-		if o.Kind != schema.Manifest || o.Writer != mg.release {
+		if o.Kind != schema.Manifest || o.Writer != mg.release || o.Path != manifest.FileName {
 			continue
 		}
 		b, err := readBlob(tx.c, o.Digest)
@@ -304,6 +381,11 @@ func (mg *migration) finishManifest(tx *Tx, orig *[]Original) ([]byte, error) {
 		old, err := manifest.Parse(b)
 		if err == nil && sameState(old, tx.m) && len(rest) == 0 {
 			mg.r.Manifest = "restored"
+			if mg.sig != nil {
+				if mg.sigBytes, err = readBlob(tx.c, mg.sig.Digest); err != nil {
+					return nil, err
+				}
+			}
 			return b, nil
 		}
 		*orig = rest

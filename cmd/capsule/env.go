@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/envspec"
+	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -196,12 +197,12 @@ func newEnvShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := c.Environment()
+			s, err := c.Environment() // an older version is migrated in memory
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				b, err := s.Marshal()
+			if asJSON { // as stored, whatever its version
+				b, err := c.ReadFile(manifest.EnvironmentPath, envspec.MaxSize)
 				if err != nil {
 					return err
 				}
