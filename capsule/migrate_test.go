@@ -130,7 +130,10 @@ func TestMigrateFixturesUpAndBack(t *testing.T) {
 				t.Fatalf("verify after migrate: %v %+v", err, rep)
 			}
 			if n, _, err := c.PruneBlobs(nil); err != nil || n != 0 {
-				t.Fatalf("gc pruned %d blobs (%v): the originals must stay", n, err)
+				t.Fatalf("prune removed %d blobs (%v): the originals must stay", n, err)
+			}
+			if res, err := c.GC(); err != nil || res.Removed != 0 {
+				t.Fatalf("gc: %+v %v: the originals must stay", res, err)
 			}
 			again, err := Migrate(vfs.OS{}, dir, migrateCfg, MigrateOptions{})
 			if err != nil || len(again.Changes) != 0 {
