@@ -94,8 +94,8 @@ func (e *RefusedError) Error() string {
 	head := fmt.Sprintf("%s schema version %d (written by %s)", e.Kind, e.Got, by)
 	switch {
 	case e.Got > e.Max:
-		reader := "a newer release"
-		if e.Writer != "" {
+		reader := "a release newer than " + schema.Release
+		if e.Writer != "" && compareRelease(e.Writer, schema.Release) > 0 {
 			reader = "release " + e.Writer + " or later"
 		}
 		return fmt.Sprintf("%s is newer than release %s reads (%d to %d): read it with %s; nothing was written", head, schema.Release, e.Floor, e.Max, reader)

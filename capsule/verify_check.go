@@ -325,6 +325,9 @@ func (v *verifier) checkEnvironment() {
 	if !ok {
 		return
 	}
+	if v.m != nil && !schema.CanRead(schema.Environment, schemaVersion(v.m, schema.Environment)) {
+		return // refused with the manifest's versions
+	}
 	version, verr := envspec.ReadVersion(b)
 	if verr == nil && v.m != nil && v.m.Schemas["environment"] != version {
 		v.problem(rel, KindSchema, "version %d, the manifest says environment schema %d", version, v.m.Schemas["environment"])

@@ -24,12 +24,12 @@ func (v *verifier) checkIndex() {
 		return
 	}
 	want := schemaVersion(v.m, schema.MemoryIndex)
+	if !schema.CanRead(schema.MemoryIndex, want) {
+		return // refused with the manifest's versions
+	}
 	if *head.Version != want {
 		v.problem(rel, KindSchema, "version %d, the manifest says memory_index schema %d", *head.Version, want)
 		return
-	}
-	if !schema.CanRead(schema.MemoryIndex, want) {
-		return // refused with the manifest's versions
 	}
 	out, err := schema.Up(schema.MemoryIndex, want, schema.Current[schema.MemoryIndex], b)
 	if err == nil {

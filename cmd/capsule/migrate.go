@@ -66,7 +66,9 @@ prints what would change, writing nothing.`,
 // to a usage error.
 func migrateError(err error) error {
 	switch {
-	case errors.Is(err, capsule.ErrVerify), errors.Is(err, capsule.ErrRefused), errors.Is(err, schema.ErrNotExpressible), errors.Is(err, schema.ErrInput):
+	case errors.Is(err, capsule.ErrRefused): // says that nothing was written
+		return verifyError{err}
+	case errors.Is(err, capsule.ErrVerify), errors.Is(err, schema.ErrNotExpressible), errors.Is(err, schema.ErrInput):
 		return verifyError{fmt.Errorf("%w; nothing was written", err)}
 	case errors.Is(err, capsule.ErrUnknownRelease):
 		return usageError{err}
