@@ -69,6 +69,12 @@ func TestMigratedSpecsAreValidV2(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if v, _ := ReadVersion(b); v != 1 {
+			if _, err := Parse(b); err != nil { // written at version 2
+				t.Errorf("%s: %v", p, err)
+			}
+			continue
+		}
 		inputs[p] = b
 	}
 	if len(inputs) < 2 {
