@@ -228,10 +228,17 @@ func (mg *migration) kind(tx *Tx, k schema.Kind, from, to int, orig *[]Original)
 	}
 	var out []byte
 	var kept []Original
-	if to < from {
-		out, err = mg.down(tx, ch.Path, k, from, to, cur, orig, &ch)
-	} else {
-		out, kept, err = mg.up(tx, ch, cur, steps)
+	restored, ok, err := mg.restore(tx, ch.Path, to, cur, orig)
+	switch {
+	case err != nil:
+		return ch, nil, err
+	case ok:
+		out, ch.How = restored, "original"
+	default:
+		out, err = convert(ch.Kind, from, to, cur)
+		if err == nil && ch.Destructive && (to > from || !givesBack(ch.Kind, to, from, out, cur)) {
+			kept, err = mg.keep(tx, ch, cur, out)
+		}
 	}
 	if err != nil {
 		return ch, nil, err
@@ -254,54 +261,60 @@ func stepsBetween(k schema.Kind, from, to int) ([]schema.Step, error) {
 	return schema.Steps(k, from, to)
 }
 
-func (mg *migration) up(tx *Tx, ch KindChange, cur []byte, steps []schema.Step) ([]byte, []Original, error) {
-	out, err := schema.Up(ch.Kind, ch.From, ch.To, cur)
-	if err != nil {
-		return nil, nil, err
+func convert(k schema.Kind, from, to int, b []byte) ([]byte, error) {
+	if to < from {
+		return schema.Down(k, from, to, b)
 	}
-	if !ch.Destructive {
-		return out, nil, nil
-	}
+	return schema.Up(k, from, to, b)
+}
+
+// givesBack reports whether converting out from version from back to
+// version to gives cur: then a destructive down step lost nothing of this
+// input (a spec 0.1.0 could have written) and keeps no original. An up
+// step that is destructive always keeps one (FORMAT §11.5).
+func givesBack(k schema.Kind, from, to int, out, cur []byte) bool {
+	back, err := convert(k, from, to, out)
+	return err == nil && bytes.Equal(back, cur)
+}
+
+// keep stores cur, which a destructive step replaces by out, as an original.
+func (mg *migration) keep(tx *Tx, ch KindChange, cur, out []byte) ([]Original, error) {
 	o := Original{Kind: ch.Kind, Version: ch.From, Path: ch.Path, Writer: tx.m.Writer.Release,
 		Digest: digest.FromBytes(cur), Size: int64(len(cur)), Migrated: digest.FromBytes(out)}
 	if !mg.dry {
 		if _, _, err := tx.PutBlob(bytes.NewReader(cur)); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
-	return out, []Original{o}, nil
+	return []Original{o}, nil
 }
 
-// down restores the kept original of path at version to when the file is
-// still what the migration wrote, else runs the down steps.
-func (mg *migration) down(tx *Tx, path string, k schema.Kind, from, to int, cur []byte, orig *[]Original, ch *KindChange) ([]byte, error) {
+// restore returns the kept original of path at version to when the file is
+// still what the migration that kept it wrote (cur). Originals of path at
+// versions from to on are consumed either way: the file is about to be
+// rewritten at version to.
+func (mg *migration) restore(tx *Tx, path string, to int, cur []byte, orig *[]Original) ([]byte, bool, error) {
 	keep := (*orig)[:0:0]
 	var found *Original
 	for i, o := range *orig {
-		if o.Path == path && o.Version >= to {
-			if o.Version == to && o.Migrated == digest.FromBytes(cur) {
-				found = &(*orig)[i]
-			}
-			mg.dropped = append(mg.dropped, o)
+		if o.Path != path || o.Kind == schema.Manifest {
+			keep = append(keep, o)
 			continue
 		}
-		keep = append(keep, o)
-	}
-	if found != nil {
-		b, err := readBlob(tx.c, found.Digest)
-		if err != nil {
-			return nil, err
+		if o.Version == to && o.Migrated == digest.FromBytes(cur) {
+			found = &(*orig)[i]
 		}
-		*orig = keep
-		ch.How = "original"
-		return b, nil
-	}
-	out, err := schema.Down(k, from, to, cur)
-	if err != nil {
-		return nil, err
+		mg.dropped = append(mg.dropped, o)
 	}
 	*orig = keep
-	return out, nil
+	if found == nil {
+		return nil, false, nil
+	}
+	b, err := readBlob(tx.c, found.Digest)
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
 }
 
 func readBlob(c *Capsule, d digest.Digest) ([]byte, error) {
@@ -367,7 +380,7 @@ func (mg *migration) finishManifest(tx *Tx, orig *[]Original) ([]byte, error) {
 		return nil, setOriginals(tx.m, dedupe(list))
 	}
 	mg.r.Manifest = "rewritten"
-	*orig = mg.takeSignature(*orig)
+	*orig = append(mg.takeSignature(*orig), mg.r.Kept...)
 	for i, o := range *orig {
 		if o.Kind != schema.Manifest || o.Writer != mg.release || o.Path != manifest.FileName {
 			continue
@@ -391,7 +404,7 @@ func (mg *migration) finishManifest(tx *Tx, orig *[]Original) ([]byte, error) {
 		*orig = rest
 		break
 	}
-	return nil, setOriginals(tx.m, *orig)
+	return nil, setOriginals(tx.m, dedupe(*orig))
 }
 
 func hasManifestOriginal(list []Original, writer string) bool {

@@ -227,7 +227,7 @@ func TestMigrateDownAfterAChange(t *testing.T) {
 			t.Errorf("%s version %d after the rollback", k, m.Schemas[k])
 		}
 	}
-	if list, _ := Originals(m); len(list) != 0 {
+	if list, _ := Originals(m); len(list) != 0 { // the down step gave 0.1.0's spec back: nothing to keep
 		t.Errorf("originals left: %+v", list)
 	}
 	b, err := c.ReadFile(manifest.EnvironmentPath, envspec.MaxSize)
@@ -240,6 +240,59 @@ func TestMigrateDownAfterAChange(t *testing.T) {
 	}
 	if rep, err := Verify(vfs.OS{}, dir, VerifyOptions{}); err != nil || !rep.OK() {
 		t.Fatalf("verify: %v %+v", err, rep)
+	}
+}
+
+// A rollback of a spec that says more than version 1 can keeps the
+// version-2 spec as an original, and the next upgrade gives it back byte
+// for byte instead of the narrowest migration.
+func TestMigrateDownKeepsWhatVersion1CannotSay(t *testing.T) {
+	dir := restoreFixture(t, "empty")
+	if _, err := Migrate(vfs.OS{}, dir, migrateCfg, MigrateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(vfs.OS{}, dir, migrateCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Environment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Builtins = map[string]envspec.Rule{"run": {Approval: "never"}}
+	s.Sandbox.Network, s.Sandbox.Hosts = envspec.NetworkHosts, []string{"api.example:443"}
+	if err := c.Commit(func(tx *Tx) error { return tx.SetEnvironment(s) }); err != nil {
+		t.Fatal(err)
+	}
+	v2, err := c.ReadFile(manifest.EnvironmentPath, envspec.MaxSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Migrate(vfs.OS{}, dir, migrateCfg, MigrateOptions{To: "0.1.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []Original
+	for _, o := range res.Kept {
+		if o.Kind == schema.Environment {
+			kept = append(kept, o)
+		}
+	}
+	if len(kept) != 1 || kept[0].Version != 2 || kept[0].Digest != digest.FromBytes(v2) {
+		t.Fatalf("kept %+v", res.Kept)
+	}
+	if rep, err := Verify(vfs.OS{}, dir, VerifyOptions{}); err != nil || !rep.OK() {
+		t.Fatalf("verify after the rollback: %v %+v", err, rep)
+	}
+	if _, err := Migrate(vfs.OS{}, dir, migrateCfg, MigrateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Open(vfs.OS{}, dir, migrateCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := c.ReadFile(manifest.EnvironmentPath, envspec.MaxSize); err != nil || !bytes.Equal(b, v2) {
+		t.Errorf("upgrade after the rollback: spec.json is not the kept version-2 spec (%v)", err)
 	}
 }
 
