@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -273,8 +272,4 @@ func originalBlobs(m *manifest.Manifest) map[digest.Digest]int64 {
 		out[o.Digest] = o.Size
 	}
 	return out
-}
-
-func sortedKinds(list []KindPlan) {
-	sort.SliceStable(list, func(i, j int) bool { return list[i].Kind < list[j].Kind })
 }

@@ -226,20 +226,7 @@ func (mg *migration) kind(tx *Tx, k schema.Kind, from, to int, orig *[]Original)
 	if err != nil {
 		return ch, nil, err
 	}
-	var out []byte
-	var kept []Original
-	restored, ok, err := mg.restore(tx, ch.Path, to, cur, orig)
-	switch {
-	case err != nil:
-		return ch, nil, err
-	case ok:
-		out, ch.How = restored, "original"
-	default:
-		out, err = convert(ch.Kind, from, to, cur)
-		if err == nil && ch.Destructive && (to > from || !givesBack(ch.Kind, to, from, out, cur)) {
-			kept, err = mg.keep(tx, ch, cur, out)
-		}
-	}
+	out, kept, err := mg.convertFile(tx, &ch, cur, orig)
 	if err != nil {
 		return ch, nil, err
 	}
@@ -252,6 +239,28 @@ func (mg *migration) kind(tx *Tx, k schema.Kind, from, to int, orig *[]Original)
 		return ch, kept, nil
 	}
 	return ch, kept, tx.SetFile(ch.Path, bytes.NewReader(out))
+}
+
+// convertFile gives the bytes of ch's file at version ch.To: the kept
+// original the file still matches, else the steps' output, keeping the
+// input when a destructive step loses something of it.
+func (mg *migration) convertFile(tx *Tx, ch *KindChange, cur []byte, orig *[]Original) ([]byte, []Original, error) {
+	restored, ok, err := mg.restore(tx, ch.Path, ch.To, cur, orig)
+	if err != nil || ok {
+		if ok {
+			ch.How = "original"
+		}
+		return restored, nil, err
+	}
+	out, err := convert(ch.Kind, ch.From, ch.To, cur)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ch.Destructive || ch.To < ch.From && givesBack(ch.Kind, ch.To, ch.From, out, cur) {
+		return out, nil, nil
+	}
+	kept, err := mg.keep(tx, *ch, cur, out)
+	return out, kept, err
 }
 
 func stepsBetween(k schema.Kind, from, to int) ([]schema.Step, error) {

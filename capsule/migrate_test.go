@@ -448,3 +448,33 @@ func TestRefusedErrorBelowTheFloor(t *testing.T) {
 		t.Fatalf("%q\nwant %q", e.Error(), want)
 	}
 }
+
+// PlanUp is what a reader (a node opening an agent, a move's target) asks
+// first: the kinds that migrate, with their steps, or the refusal.
+func TestPlanUp(t *testing.T) {
+	dir := restoreFixture(t, "conversation")
+	c, err := Open(vfs.OS{}, dir, migrateCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, err := PlanUp(c.Manifest())
+	if err != nil || len(plans) != 2 || plans[0].Kind != schema.MemoryIndex || !plans[0].Destructive ||
+		plans[1].Kind != schema.Environment || plans[1].Destructive || plans[1].Path != manifest.EnvironmentPath || len(plans[1].Steps) != 1 {
+		t.Fatalf("plans %+v, %v", plans, err)
+	}
+	if _, err := Migrate(vfs.OS{}, dir, migrateCfg, MigrateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Open(vfs.OS{}, dir, migrateCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plans, err := PlanUp(c.Manifest()); err != nil || len(plans) != 0 {
+		t.Fatalf("after migrate: %+v, %v", plans, err)
+	}
+	m := c.Manifest()
+	m.Schemas[schema.Environment] = 3
+	if _, err := PlanUp(m); !errors.Is(err, ErrRefused) {
+		t.Fatalf("newer: %v", err)
+	}
+}
