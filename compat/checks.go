@@ -37,14 +37,27 @@ func checkCall(c *call, name, specDigest string) (Issue, bool) {
 			Message: fmt.Sprintf("call %s of tool %q ran (event %s) without an approval, and the spec now requires one for %q: its completion does not satisfy the rule; resume is refused until an approval of call %s is journaled (the check, run now) or the rule changes", c.id, name, c.ranEvent(), name, c.id)}, true
 	case c.ran() || d == "denied":
 		return Issue{}, false
-	case d == "":
+	case d == "" && len(c.requests) == 0:
 		return Issue{Code: CodeApprovalNeeded, Action: ActionCheck, Tool: name, Events: nonEmpty(c.callEvent),
 			Message: fmt.Sprintf("call %s of tool %q has not run and has no approval; the spec requires one: resume must journal an approval request and wait for a decision before it runs", c.id, name)}, true
+	case d == "":
+		return waiting(c, name, specDigest), true
 	case req.specDigest != specDigest:
 		return Issue{Code: CodeApprovalStale, Action: ActionCheck, Tool: name, Events: []string{dEvent},
 			Message: fmt.Sprintf("call %s of tool %q was approved (event %s) under another spec (%s, now %s): resume must request a new approval before it runs", c.id, name, dEvent, orNone(req.specDigest), specDigest)}, true
 	}
 	return Issue{}, false
+}
+
+// waiting is the issue of a call parked on a request with no decision yet.
+func waiting(c *call, name, specDigest string) Issue {
+	r := c.requests[len(c.requests)-1]
+	if r.specDigest != specDigest {
+		return Issue{Code: CodeApprovalStale, Action: ActionCheck, Tool: name, Events: []string{r.event},
+			Message: fmt.Sprintf("call %s of tool %q waits on a request (event %s) made under another spec (%s, now %s): resume must request approval again", c.id, name, r.event, orNone(r.specDigest), specDigest)}
+	}
+	return Issue{Code: CodeApprovalNeeded, Action: ActionCheck, Tool: name, Events: []string{r.event},
+		Message: fmt.Sprintf("call %s of tool %q waits for a decision on request %s; resume keeps it waiting", c.id, name, r.event)}
 }
 
 func nonEmpty(ids ...string) []string {
