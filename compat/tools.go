@@ -45,6 +45,8 @@ const (
 	roleApproval = "approval" // an approval request, or a decision on one
 )
 
+var roleWords = map[string]string{roleHistory: "in history", rolePending: "of a pending call", roleApproval: "of approvals"}
+
 // names lists, per tool name, the events that name it.
 func (h *history) names() map[string][]nameRef {
 	out := map[string][]nameRef{}
@@ -160,7 +162,7 @@ func describeRefs(refs []nameRef) string {
 	var parts []string
 	for _, role := range []string{roleHistory, rolePending, roleApproval} {
 		if n[role] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n[role], role))
+			parts = append(parts, fmt.Sprintf("%d %s", n[role], roleWords[role]))
 		}
 	}
 	return fmt.Sprintf("%d events (%s)", len(refs), strings.Join(parts, ", "))

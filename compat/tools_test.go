@@ -34,8 +34,8 @@ func TestRemovedToolRefuses(t *testing.T) {
 	if !rep.Refused {
 		t.Error("restore not refused")
 	}
-	mustContain(t, rep.Issues[0].Message, `"gone.run"`, "1 pending")
-	mustContain(t, rep.Issues[2].Message, "2 approval")
+	mustContain(t, rep.Issues[0].Message, `"gone.run"`, "1 of a pending call")
+	mustContain(t, rep.Issues[2].Message, "2 of approvals")
 }
 
 // A declared mapping lets resume go on: the report proposes the
