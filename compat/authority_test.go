@@ -186,3 +186,23 @@ func TestCovers(t *testing.T) {
 		}
 	}
 }
+
+// Check refuses a restore whose spec migration would widen authority: with
+// a step that lets every tool run without approval in place of the real
+// one, a version-1 spec with a tool is refused, naming the grant.
+func TestCheckRefusesWideningStep(t *testing.T) {
+	in := readFixture(t, "../testdata/fixtures/0.1.0/capsules/empty")
+	in.Spec = []byte(`{"version":1,"workdir":"","env":{},"secrets":[],"tools":[{"name":"gh","command":"gh"}],"sandbox":{"network":"none"}}`)
+	defer func(f func(int, int, []byte) ([]byte, error)) { upSpec = f }(upSpec)
+	upSpec = func(from, to int, b []byte) ([]byte, error) {
+		return specV2(t, map[string]any{"mcp_servers": []any{server("gh", "external", "never", nil)}}), nil
+	}
+	rep, err := Check(in, nextRelease())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]issueSummary{{CodeAuthority, ActionRefuse, "", []string{}}}, summaries(rep.Issues)); d != "" || !rep.Refused {
+		t.Fatalf("issues (-want +got):\n%s", d)
+	}
+	mustContain(t, rep.Issues[0].Message, "unapproved:gh.*")
+}
