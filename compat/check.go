@@ -41,20 +41,7 @@ func Check(in Input, r Release) (*Report, error) {
 	rep := &Report{Release: r.Name, Writer: m.Writer.Release, Kinds: []KindReport{}, Issues: []Issue{}, Append: []Append{}}
 	h := readHistory(in.Journal)
 	found := versionsFound(m, in, h)
-	for _, k := range schema.Kinds {
-		kr := planKind(k, found[k], r)
-		if k == schema.Journal && h.minV > 0 {
-			kr = planKind(k, h.minV, r)
-			kr.Found, kr.Min = found[k], h.minV
-			if h.maxV > r.Reads[k].Current {
-				kr = refuseKind(kr, h.maxV, r)
-			}
-		}
-		rep.Kinds = append(rep.Kinds, kr)
-		if kr.Action == ActionRefuse {
-			rep.add(Issue{Code: CodeSchema, Action: ActionRefuse, Kind: string(k), Events: []string{}, Message: kr.Reason})
-		}
-	}
+	rep.planKinds(found, h, r)
 	rep.addMismatches(m, found)
 	if h.parseProblem != nil {
 		rep.add(Issue{Code: CodeJournal, Action: ActionRefuse, Kind: string(schema.Journal), Events: []string{},
@@ -66,6 +53,26 @@ func Check(in Input, r Release) (*Report, error) {
 	}
 	rep.semantic(in, h, r)
 	return rep, nil
+}
+
+// planKinds plans every kind of a capsule. The journal's lines keep the
+// version they were written with (FORMAT §11.6), so its steps start at the
+// lowest line version, and a line above what the release reads refuses it.
+func (rep *Report) planKinds(found map[schema.Kind]int, h *history, r Release) {
+	for _, k := range schema.Kinds {
+		kr := planKind(k, found[k], r)
+		if k == schema.Journal && h.minV > 0 {
+			kr = planKind(k, h.minV, r)
+			kr.Found, kr.Min = h.maxV, h.minV
+			if h.maxV > r.Reads[k].Current {
+				kr = refuseKind(kr, h.maxV, r)
+			}
+		}
+		rep.Kinds = append(rep.Kinds, kr)
+		if kr.Action == ActionRefuse {
+			rep.add(Issue{Code: CodeSchema, Action: ActionRefuse, Kind: string(k), Message: kr.Reason})
+		}
+	}
 }
 
 func (rep *Report) add(is Issue) {
