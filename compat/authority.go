@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/schema"
 )
 
@@ -51,11 +50,14 @@ func AuthorityOf(b []byte, r Release) (Authority, error) {
 	set := map[Grant]bool{}
 	switch head.Version {
 	case 1:
-		s, err := envspec.Parse(b)
-		if err != nil {
+		var s specV1
+		if err := json.Unmarshal(b, &s); err != nil {
 			return nil, fmt.Errorf("compat: authority: %w", err)
 		}
-		authorityV1(s, set)
+		if _, err := ParseSpec(b); err != nil {
+			return nil, err
+		}
+		authorityV1(&s, set)
 		builtinAuthority(nil, r, set)
 	case 2:
 		s, err := ParseSpec(b)
@@ -75,7 +77,20 @@ func AuthorityOf(b []byte, r Release) (Authority, error) {
 	return out, nil
 }
 
-func authorityV1(s *envspec.Spec, set map[Grant]bool) {
+// specV1 is what authority reads of a version-1 spec, frozen here: the
+// version-1 file's own words, never a reader's migrated view of them.
+type specV1 struct {
+	Secrets []string `json:"secrets"`
+	Tools   []struct {
+		Name    string   `json:"name"`
+		Secrets []string `json:"secrets"`
+	} `json:"tools"`
+	Sandbox struct {
+		Network string `json:"network"`
+	} `json:"sandbox"`
+}
+
+func authorityV1(s *specV1, set map[Grant]bool) {
 	switch s.Sandbox.Network {
 	case "loopback":
 		set[Grant{"network", "loopback"}] = true

@@ -1,41 +1,39 @@
 package compat
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 
-	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/schema"
 )
 
-// genSpecV1 draws a version-1 spec as envspec.Marshal writes it.
+// genSpecV1 draws a version-1 spec (FORMAT §6.1) as 0.1.0 wrote it. It
+// builds the JSON itself: envspec writes the current version only.
 func genSpecV1(t *rapid.T) []byte {
 	word := rapid.StringMatching(`[a-z][a-z0-9]{0,6}`)
 	name := rapid.StringMatching(`[A-Z][A-Z0-9_]{0,6}`)
-	s := envspec.Default()
-	for i, n := 0, rapid.IntRange(0, 3).Draw(t, "secrets"); i < n; i++ {
-		_, _ = s.AddSecret("S" + name.Draw(t, "secret"))
-	}
-	seen := map[string]bool{}
-	for i, n := 0, rapid.IntRange(0, 4).Draw(t, "tools"); i < n; i++ {
-		tl := envspec.Tool{Name: word.Draw(t, "tool"), Command: word.Draw(t, "command")}
-		if seen[tl.Name] {
-			continue
+	secrets := rapid.SliceOfNDistinct(name, 0, 3, rapid.ID[string]).Draw(t, "secrets")
+	sort.Strings(secrets)
+	tools := []map[string]any{}
+	for i, tn := range rapid.SliceOfNDistinct(word, 0, 4, rapid.ID[string]).Draw(t, "tools") {
+		tl := map[string]any{"name": tn, "command": word.Draw(t, "command")}
+		if rapid.Bool().Draw(t, fmt.Sprint("toolsecrets", i)) {
+			tl["secrets"] = []string{"S" + name.Draw(t, "tsecret")}
 		}
-		seen[tl.Name] = true
-		if rapid.Bool().Draw(t, "toolsecrets") {
-			tl.Secrets = []string{"S" + name.Draw(t, "tsecret")}
-		}
-		s.Tools = append(s.Tools, tl)
+		tools = append(tools, tl)
 	}
-	s.Sandbox.Network = envspec.Network(rapid.SampledFrom([]string{"none", "loopback", "full"}).Draw(t, "network"))
-	b, err := s.Marshal()
+	network := rapid.SampledFrom([]string{"none", "loopback", "full"}).Draw(t, "network")
+	b, err := json.MarshalIndent(map[string]any{"version": 1, "workdir": "", "env": map[string]string{}, "secrets": secrets,
+		"tools": tools, "sandbox": map[string]any{"network": network}}, "", "  ")
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	return b
 }

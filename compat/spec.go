@@ -56,8 +56,9 @@ type Lifecycle struct {
 }
 
 // ParseSpec reads environment/spec.json of version 1 or 2. A version-1
-// spec is checked by envspec.Parse and migrated by the schema's step; a
-// version-2 spec is checked against its JSON Schema (envspec.CheckV2).
+// spec is migrated by the schema's step (which decodes it strictly); the
+// version-2 spec is checked against its JSON Schema (envspec.CheckV2). The
+// secret rules are the verifier's business, not this package's.
 func ParseSpec(b []byte) (*Spec, error) {
 	var head struct {
 		Version int `json:"version"`
@@ -68,9 +69,6 @@ func ParseSpec(b []byte) (*Spec, error) {
 	v2 := b
 	switch head.Version {
 	case 1:
-		if _, err := envspec.Parse(b); err != nil {
-			return nil, fmt.Errorf("compat: spec: %w", err)
-		}
 		up, err := schema.Up(schema.Environment, 1, 2, b)
 		if err != nil {
 			return nil, fmt.Errorf("compat: spec: %w", err)
