@@ -69,7 +69,13 @@ func TestCompatCheckNewerSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeTree(t, dir, map[string]string{"manifest.json": strings.Replace(string(m), `"environment":1`, `"environment":2`, 1)})
+	var doc map[string]any
+	if err := json.Unmarshal(m, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["schemas"].(map[string]any)["environment"] = 2 // compat check reads no digest
+	m, _ = json.Marshal(doc)
+	writeTree(t, dir, map[string]string{"manifest.json": string(m)})
 	for _, rel := range []string{"0.1.0", "0.2.0"} {
 		r, _ := compat.LookupRelease(rel)
 		refuse := r.Reads[schema.Environment].Current < 2 // the releases that read version 1 only
