@@ -28,6 +28,7 @@ type Grant struct {
 	Target string `json:"target,omitempty"`
 }
 
+// String gives the grant as KIND:TARGET, or KIND alone.
 func (g Grant) String() string {
 	if g.Target == "" {
 		return g.Kind
