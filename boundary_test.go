@@ -14,7 +14,7 @@ import (
 
 const module = "github.com/agentcapsule/capsule"
 
-var purePackages = []string{"digest", "manifest", "journal", "render", "transfer", "schema"}
+var purePackages = []string{"digest", "manifest", "journal", "render", "transfer", "schema", "compat"}
 
 var forbidden = map[string]bool{"os": true, "net": true, "time": true, "math/rand": true, "math/rand/v2": true, "os/exec": true, "net/http": true}
 

@@ -109,6 +109,7 @@ func exitCases(f exitFixture, scratch func() string) map[string]exitCase {
 		"move resolve":   {missing: append([]string{"move", "resolve", id}, noNode...), usage: []string{"move", "resolve"}},
 		"demo":           {usage: []string{"demo", "extra"}},
 		"version":        {usage: []string{"version", "extra"}},
+		"compat check":   {missing: []string{"compat", "check", nope()}, usage: []string{"compat", "check"}, tampered: []string{"compat", "check", f.bad}, tamperedCode: 1},
 	}
 }
 

@@ -1,0 +1,131 @@
+package compat
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentcapsule/capsule/schema"
+)
+
+func readFixture(t *testing.T, dir string) Input {
+	t.Helper()
+	read := func(p string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	return Input{Manifest: read("manifest.json"), Spec: read("environment/spec.json"),
+		Index: read("memory/vector_index/index.json"), Journal: bytes.NewReader(read("memory/timeline_events.jsonl"))}
+}
+
+// Every capsule an earlier release wrote, checked against this release and
+// against one that reads version 2: what each kind does, and the tools its
+// journal names that nothing serves (0.1.0's conversations name tools no
+// release has; the node's agents name its built-in counter).
+func TestFixturesPlan(t *testing.T) {
+	dirs, _ := filepath.Glob("../testdata/fixtures/*/capsules/*")
+	nodes, _ := filepath.Glob("../testdata/fixtures/*/nodes/*/agents/*/capsule")
+	if len(dirs) == 0 || len(nodes) == 0 {
+		t.Fatal("no fixtures: run scripts/fixtures.sh")
+	}
+	missing := map[string]string{"conversation": "read_file", "dangling": "list_files"}
+	for _, r := range []Release{Current(), nextRelease()} {
+		for _, d := range append(dirs, nodes...) {
+			rep, err := Check(readFixture(t, d), r)
+			if err != nil {
+				t.Fatalf("%s: %v", d, err)
+			}
+			var actions, wantActions []string
+			for _, k := range rep.Kinds {
+				actions = append(actions, k.Kind+"="+k.Action)
+			}
+			for _, k := range schema.Kinds { // every fixture kind is version 1
+				a := ActionRead
+				if r.Reads[k].Current > 1 {
+					a = ActionMigrate
+				}
+				wantActions = append(wantActions, string(k)+"="+a)
+			}
+			if got, want := strings.Join(actions, " "), strings.Join(wantActions, " "); got != want {
+				t.Errorf("%s under %s: %s, want %s", d, r.Name, got, want)
+			}
+			var tools []string
+			for _, is := range rep.Issues {
+				tools = append(tools, is.Code+":"+is.Tool)
+			}
+			var wantTools []string
+			if m := missing[filepath.Base(d)]; m != "" {
+				wantTools = []string{CodeToolMissing + ":" + m}
+			}
+			if diff := cmp.Diff(wantTools, tools); diff != "" {
+				t.Errorf("%s under %s: issues (-want +got):\n%s", d, r.Name, diff)
+			}
+			if rep.Refused != (len(wantTools) > 0) {
+				t.Errorf("%s under %s: refused %v", d, r.Name, rep.Refused)
+			}
+		}
+	}
+}
+
+// A capsule holding version 2 is refused by a release that reads version 1
+// only, naming the kind, the version and the release.
+func TestNewerVersionRefused(t *testing.T) {
+	spec := specV2(t, nil)
+	j := newJournal(t)
+	j.add("", 2, "user", map[string]string{"text": "hi"})
+	for _, r := range []Release{Release010(), Current()} {
+		rep := check(t, spec, j, r)
+		var refused, want []string
+		for _, k := range rep.Kinds {
+			if k.Action == ActionRefuse {
+				refused = append(refused, k.Kind)
+				mustContain(t, k.Reason, "version 2", "release "+r.Name, "up to 1")
+			}
+			if (k.Kind == "journal" || k.Kind == "environment") && r.Reads[schema.Kind(k.Kind)].Current < 2 {
+				want = append(want, k.Kind)
+			}
+		}
+		if rep.Refused != (len(want) > 0) {
+			t.Errorf("%s: refused %v, want %v", r.Name, rep.Refused, want)
+		}
+		if d := cmp.Diff(want, refused); d != "" {
+			t.Errorf("%s: refused kinds (-want +got):\n%s", r.Name, d)
+		}
+	}
+	rep := check(t, spec, j, nextRelease())
+	if rep.Refused {
+		t.Errorf("next refuses: %+v", rep.Issues)
+	}
+}
+
+// The steps listed are the registry's: a version-1 spec under a release
+// that writes version 2 goes through environment 1 to 2.
+func TestStepsListed(t *testing.T) {
+	rep := check(t, []byte(`{"version":1,"workdir":"","env":{},"secrets":[],"tools":[],"sandbox":{"network":"none"}}`), nil, nextRelease())
+	for _, k := range rep.Kinds {
+		if k.Kind != string(schema.Environment) {
+			continue
+		}
+		steps, _ := schema.Steps(schema.Environment, 1, 2)
+		if len(k.Steps) != 1 || k.Steps[0].Summary != steps[0].Summary || k.Action != ActionMigrate {
+			t.Errorf("environment: %+v", k)
+		}
+	}
+}
+
+// A version-1 line of a kind version 2 adds grants nothing and refuses.
+func TestV1LineOfV2KindRefused(t *testing.T) {
+	j := newJournal(t)
+	id := j.add("", 1, "approval", map[string]string{"call_id": "1", "decision": "approved"})
+	rep := check(t, specV2(t, nil), j, nextRelease())
+	if d := cmp.Diff([]issueSummary{{CodeV1Authority, ActionRefuse, "", []string{id}}}, summaries(rep.Issues)); d != "" {
+		t.Errorf("issues (-want +got):\n%s", d)
+	}
+}

@@ -1,0 +1,77 @@
+package compat
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/agentcapsule/capsule/schema"
+)
+
+// Range is the versions of one kind a release reads: from Floor up to
+// Current, the version it writes.
+type Range struct {
+	Floor   int `json:"floor"`
+	Current int `json:"current"`
+}
+
+// Builtin is a tool a release provides itself, with the effect class and
+// approval rule it has when the spec names no rule for it (FORMAT §11.7.1).
+type Builtin struct {
+	Effect   string
+	Approval string
+}
+
+// Release is what compat needs to know of one release: the versions of each
+// kind it reads, its built-in tools, and the tool renames it declares.
+type Release struct {
+	Name  string
+	Reads map[schema.Kind]Range
+	Tools map[string]Builtin
+	// Mappings are renames the release declares for built-in tools: a name
+	// an older journal may hold, mapped to the name that serves it now.
+	Mappings map[string]string
+}
+
+// counterTool is the built-in of the node's demo runner (node.CounterTool),
+// in every release so far; it increments a counter file in the workspace.
+const counterTool = "counter.increment"
+
+func releaseTools() map[string]Builtin {
+	return map[string]Builtin{counterTool: {Effect: schema.EffectWorkspace, Approval: schema.ApprovalNever}}
+}
+
+// Release010 is release 0.1.0 (commit c453eb8): every kind at version 1.
+func Release010() Release {
+	r := Release{Name: "0.1.0", Reads: map[schema.Kind]Range{}, Tools: releaseTools(), Mappings: map[string]string{}}
+	for _, k := range schema.AllKinds() {
+		r.Reads[k] = Range{Floor: 1, Current: 1}
+	}
+	return r
+}
+
+// Current is this build's release: the floors and written versions of the
+// schema registry.
+func Current() Release {
+	r := Release{Name: schema.Release, Reads: map[schema.Kind]Range{}, Tools: releaseTools(), Mappings: map[string]string{}}
+	for _, h := range schema.Histories() {
+		r.Reads[h.Kind] = Range{Floor: h.Floor, Current: h.Current}
+	}
+	return r
+}
+
+// Releases lists every release docs/RELEASES.md names, oldest first.
+func Releases() []Release { return []Release{Release010(), Current()} }
+
+// LookupRelease returns the release named name, or an error naming the
+// releases there are.
+func LookupRelease(name string) (Release, error) {
+	var names []string
+	for _, r := range Releases() {
+		if r.Name == name {
+			return r, nil
+		}
+		names = append(names, r.Name)
+	}
+	sort.Strings(names)
+	return Release{}, fmt.Errorf("%w: %q (releases: %v)", ErrUnknownRelease, name, names)
+}
