@@ -172,6 +172,17 @@ func readArchiveFixture(t *testing.T, root, name string, e expectations) {
 	if got, errs, code := capsuleCLI(t, "verify", out, "--json"); code != exitOK || !strings.Contains(got, `"problems": []`) {
 		t.Fatalf("verify the imported capsule: exit %d: %s%s", code, got, errs)
 	}
+	var imported struct {
+		Schemas map[schema.Kind]int `json:"schemas"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "manifest.json"))), &imported); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range schema.Kinds {
+		if k != schema.Journal && imported.Schemas[k] != schema.Current[k] { // journal lines keep their version
+			t.Errorf("import left %s at version %d, want %d (migrated)", k, imported.Schemas[k], schema.Current[k])
+		}
+	}
 	if got, errs, code := capsuleCLI(t, "migrate", out, "--to", e.Release); code != exitOK {
 		t.Fatalf("migrate --to %s: exit %d: %s%s", e.Release, code, got, errs)
 	}
