@@ -117,11 +117,16 @@ type Capsule struct {
 // §4.3): an interrupted commit that reached its commit point is completed,
 // one that did not is rolled back, and temporary files are removed. It
 // refuses a manifest that does not parse or lists a schema version this
-// release cannot read. Within one process a folder may be opened any
+// release cannot read (a *RefusedError), and it does so before recovery
+// writes anything (FORMAT §11.4). It does not migrate an older capsule:
+// Migrate does, and the read paths that write (import, checkout) call it. Within one process a folder may be opened any
 // number of times: recovery waits for blob writes and commits in progress
 // through other Capsule values of the same folder. Only one process may
 // write a capsule at a time.
 func Open(fsys vfs.FS, dir string, cfg Config) (*Capsule, error) {
+	if err := CheckReadable(fsys, dir); err != nil && !errors.Is(err, ErrNotCapsule) {
+		return nil, fmt.Errorf("open %s: %w", dir, err) // before recovery: a refusal writes nothing
+	}
 	lock := lockFor(dir)
 	lock.rw.Lock()
 	err := recoverDir(fsys, dir)
@@ -289,6 +294,9 @@ func (c *Capsule) PruneBlobs(keep func(digest.Digest) bool) (int, int64, error) 
 		return 0, 0, err
 	}
 	refs := s.Blobs()
+	for d, n := range originalBlobs(c.Manifest()) { // FORMAT §11.5: never pruned
+		refs[d] = n
+	}
 	all, err := c.blobs.List()
 	if err != nil {
 		return 0, 0, err

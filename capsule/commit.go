@@ -13,6 +13,7 @@ import (
 	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/internal/dirlist"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -94,6 +95,7 @@ func (tx *Tx) SetEnvironment(s *envspec.Spec) error {
 	if err != nil {
 		return err
 	}
+	tx.m.Schemas[schema.Environment] = envspec.Version // a migrated view is written at its version
 	return tx.SetFile(manifest.EnvironmentPath, bytes.NewReader(b))
 }
 

@@ -18,8 +18,9 @@ type GCResult struct {
 	Kept    int   `json:"kept"`          // blobs still referenced
 }
 
-// GC removes the blobs that neither the committed snapshot nor an
-// attachment of the journal (committed or not) references: the blobs of
+// GC removes the blobs that neither the committed snapshot, an attachment
+// of the journal (committed or not) nor the originals a migration kept
+// (FORMAT §11.5) references: the blobs of
 // earlier snapshots, which a commit never removes (FORMAT §3.2). It runs as
 // a commit, so every check a writer of the capsule goes through applies to
 // it (another writer, a node holding the capsule), and it records this
@@ -76,6 +77,9 @@ func (c *Capsule) referencedBlobs() (map[digest.Digest]bool, error) {
 		return nil, err
 	}
 	refs := map[digest.Digest]bool{}
+	for d := range originalBlobs(c.Manifest()) { // kept for a rollback (FORMAT §11.5)
+		refs[d] = true
+	}
 	for d := range s.Blobs() {
 		refs[d] = true
 	}

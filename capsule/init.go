@@ -13,6 +13,7 @@ import (
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/vfs"
 	"github.com/oklog/ulid/v2"
 )
@@ -31,8 +32,9 @@ type InitConfig struct {
 }
 
 // EmptyIndex is the content of memory/vector_index/index.json in a new
-// capsule: version 1 of the memory index with no entries.
-const EmptyIndex = "{\"version\": 1, \"entries\": []}\n"
+// capsule: a stale version-2 memory index, which reflects nothing yet
+// (FORMAT §11.7.2), the same bytes the up step makes of 0.1.0's placeholder.
+const EmptyIndex = schema.StaleIndex
 
 // Init creates a valid, empty capsule in dir and opens it (FORMAT §1).
 // dir must not exist or be empty. The capsule is built in a staging

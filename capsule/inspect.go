@@ -56,10 +56,20 @@ type BlobsInfo struct {
 
 // EnvironmentInfo summarises the environment spec; secrets are names.
 type EnvironmentInfo struct {
+	// Version is the version spec.json holds; an older one is described
+	// as this release reads it, migrated in memory.
+	Version int      `json:"version"`
 	Vars    int      `json:"vars"`
 	Secrets []string `json:"secrets"`
-	Tools   []string `json:"tools"`
-	Network string   `json:"network"`
+	// Tools names the MCP servers (version 1's tools).
+	Tools []string `json:"tools"`
+	// Network is the network the file states.
+	Network string `json:"network"`
+	// Effective is the network this release grants: a version-1 spec's
+	// network is narrowed to none by its migration (FORMAT §11.7.1).
+	Effective string `json:"effective_network"`
+	// Sandbox is the sandbox mode, required or none.
+	Sandbox string `json:"sandbox"`
 }
 
 // Inspect describes the capsule in dir: identity, holder, schema versions,
@@ -70,6 +80,9 @@ func Inspect(fsys vfs.FS, dir string) (*Info, error) {
 	v := newView(fsys, dir)
 	m, _, err := readManifest(fsys, v.manifestPath())
 	if err != nil {
+		return nil, fmt.Errorf("inspect %s: %w", dir, err)
+	}
+	if err := Refusal(m); err != nil {
 		return nil, fmt.Errorf("inspect %s: %w", dir, err)
 	}
 	info := &Info{Format: m.Format, Agent: m.Agent, Holder: m.Holder, Schemas: m.Schemas, Writer: m.Writer,
@@ -151,11 +164,17 @@ func inspectEnvironment(fsys vfs.FS, v *view) *EnvironmentInfo {
 	if err != nil {
 		return nil
 	}
-	s, err := envspec.Parse(b)
+	s, err := envspec.Parse(b) // an older version is migrated in memory
 	if err != nil {
 		return nil
 	}
-	e := &EnvironmentInfo{Vars: len(s.Env), Secrets: append([]string{}, s.Secrets...), Tools: []string{}, Network: string(s.Sandbox.Network)}
+	version, _ := envspec.ReadVersion(b)
+	e := &EnvironmentInfo{Version: version, Vars: len(s.Env), Secrets: append([]string{}, s.Secrets...), Tools: []string{},
+		Network: string(s.Sandbox.Network), Sandbox: s.Sandbox.Mode}
+	if s.Migrated != nil && s.Migrated.Network != "" && version < envspec.Version {
+		e.Network = s.Migrated.Network // what the file says; Effective is how this release reads it
+	}
+	e.Effective = string(s.Sandbox.Network)
 	for _, t := range s.Tools {
 		e.Tools = append(e.Tools, t.Name)
 	}

@@ -180,6 +180,8 @@ func (v *verifier) run() {
 	v.checkSnapshot()
 	v.checkAttachments()
 	v.checkEnvironment()
+	v.checkIndex()
+	v.checkOriginals()
 	v.checkUnreferenced()
 	v.checkSignature()
 }
@@ -249,8 +251,8 @@ func (v *verifier) readManifest() {
 		v.problem(manifest.FileName, KindManifest, "%v", err)
 		return
 	}
-	for _, e := range m.VersionErrors() {
-		v.problem(manifest.FileName, KindSchema, "%s", strings.TrimPrefix(e.Error(), "manifest: "))
+	for _, e := range refusals(m) {
+		v.problem(manifest.FileName, KindSchema, "%s", e)
 	}
 	v.m = m
 }

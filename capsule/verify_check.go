@@ -13,6 +13,7 @@ import (
 	"github.com/agentcapsule/capsule/internal/par"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/schema"
 )
 
 // maxSignatureSize bounds manifest.json.sig; an SSH signature is about 1 KiB.
@@ -324,7 +325,18 @@ func (v *verifier) checkEnvironment() {
 	if !ok {
 		return
 	}
-	s, err := envspec.Parse(b)
+	if v.m != nil && !schema.CanRead(schema.Environment, schemaVersion(v.m, schema.Environment)) {
+		return // refused with the manifest's versions
+	}
+	version, verr := envspec.ReadVersion(b)
+	if verr == nil && v.m != nil && v.m.Schemas["environment"] != version {
+		v.problem(rel, KindSchema, "version %d, the manifest says environment schema %d", version, v.m.Schemas["environment"])
+		return
+	}
+	if verr == nil && !schema.CanRead(schema.Environment, version) {
+		return // refused with the manifest's versions
+	}
+	_, err := envspec.Parse(b) // an older version is migrated in memory (FORMAT §11.4)
 	var pe *envspec.ParseError
 	switch {
 	case errors.As(err, &pe):
@@ -333,8 +345,6 @@ func (v *verifier) checkEnvironment() {
 		}
 	case err != nil:
 		v.problem(rel, KindEnvironment, "%v", err)
-	case v.m != nil && v.m.Schemas["environment"] != s.Version:
-		v.problem(rel, KindSchema, "version %d, the manifest says environment schema %d", s.Version, v.m.Schemas["environment"])
 	}
 }
 

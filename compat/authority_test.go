@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -97,6 +98,9 @@ func TestNoFixtureGainsAuthority(t *testing.T) {
 		v1, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if bytes.Contains(v1, []byte(`"version": 2`)) {
+			continue // written at version 2 (0.2.0's fixtures): no migration to widen it
 		}
 		v2, err := schema.Up(schema.Environment, 1, schema.Newest(schema.Environment), v1)
 		if err != nil {

@@ -2,6 +2,7 @@ package compat
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,9 +47,10 @@ func TestFixturesPlan(t *testing.T) {
 			for _, k := range rep.Kinds {
 				actions = append(actions, k.Kind+"="+k.Action)
 			}
-			for _, k := range schema.Kinds { // every fixture kind is version 1
+			have := fixtureVersions(t, d)
+			for _, k := range schema.Kinds { // each kind at the version the fixture's manifest names
 				a := ActionRead
-				if r.Reads[k].Current > 1 {
+				if r.Reads[k].Current > have[k] {
 					a = ActionMigrate
 				}
 				wantActions = append(wantActions, string(k)+"="+a)
@@ -128,4 +130,20 @@ func TestV1LineOfV2KindRefused(t *testing.T) {
 	if d := cmp.Diff([]issueSummary{{CodeV1Authority, ActionRefuse, "", []string{id}}}, summaries(rep.Issues)); d != "" {
 		t.Errorf("issues (-want +got):\n%s", d)
 	}
+}
+
+// fixtureVersions reads the schema versions a fixture's manifest names.
+func fixtureVersions(t *testing.T, dir string) map[schema.Kind]int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Schemas map[schema.Kind]int `json:"schemas"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Schemas
 }

@@ -12,13 +12,15 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentcapsule/capsule/schema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
 
-// SchemaJSON is the JSON Schema every spec.json must satisfy (FORMAT §6.1).
+// SchemaJSON is the JSON Schema of version 1 of spec.json (FORMAT §6.1),
+// which a version-1 file must satisfy before it is migrated.
 //
 //go:embed spec.schema.json
 var SchemaJSON []byte
@@ -82,7 +84,10 @@ var compiled = sync.OnceValues(func() (*jsonschema.Schema, error) {
 })
 
 // Parse decodes and validates spec.json: size limit, JSON syntax (with
-// line:column), duplicate keys, the JSON Schema, and the secret rules. A
+// line:column), duplicate keys, the JSON Schema of the file's version, and
+// the secret rules. A version-1 file is checked against version 1's schema
+// and migrated in memory through package schema's step (FORMAT §11.4), so
+// the result is always version 2; ReadVersion says what the file holds. A
 // *ParseError lists every problem; no message ever contains a value.
 func Parse(data []byte) (*Spec, error) {
 	if len(data) > MaxSize {
@@ -91,7 +96,17 @@ func Parse(data []byte) (*Spec, error) {
 	if p, ok := checkSyntax(data); !ok {
 		return nil, &ParseError{Problems: []Problem{p}}
 	}
-	if probs := schemaProblems(data); len(probs) > 0 {
+	if v, _ := ReadVersion(data); v == 1 {
+		if probs := schemaProblems(compiled, data); len(probs) > 0 {
+			return nil, &ParseError{Problems: probs}
+		}
+		up, err := schema.Up(schema.Environment, 1, Version, data)
+		if err != nil {
+			return nil, &ParseError{Problems: []Problem{{Msg: err.Error()}}}
+		}
+		data = up
+	}
+	if probs := schemaProblems(compiledV2, data); len(probs) > 0 {
 		return nil, &ParseError{Problems: probs}
 	}
 	s := &Spec{}
@@ -106,21 +121,40 @@ func Parse(data []byte) (*Spec, error) {
 	return s, nil
 }
 
+// ReadVersion returns the version member of a spec.json without checking
+// anything else; a file without one is version 1 (FORMAT §11.1).
+func ReadVersion(data []byte) (int, error) {
+	var head struct {
+		Version *json.Number `json:"version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if head.Version == nil {
+		return 1, nil
+	}
+	n, err := head.Version.Int64()
+	if err != nil || n < 0 || n > 1<<30 {
+		return 0, fmt.Errorf("%w: version %s is not a version number", ErrInvalid, clip(head.Version.String()))
+	}
+	return int(n), nil
+}
+
 // Validate checks s against the JSON Schema and the secret rules.
 func (s *Spec) Validate() error {
 	data, err := json.Marshal(s.normalized())
 	if err != nil {
 		return fmt.Errorf("envspec: validate: %w", err)
 	}
-	if probs := schemaProblems(data); len(probs) > 0 {
+	if probs := schemaProblems(compiledV2, data); len(probs) > 0 {
 		return &ParseError{Problems: probs}
 	}
 	return s.semantic()
 }
 
-// schemaProblems validates data (valid JSON) against SchemaJSON.
-func schemaProblems(data []byte) []Problem {
-	sch, err := compiled()
+// schemaProblems validates data (valid JSON) against the schema compile gives.
+func schemaProblems(compile func() (*jsonschema.Schema, error), data []byte) []Problem {
+	sch, err := compile()
 	if err != nil {
 		return []Problem{{Msg: "the embedded JSON Schema does not compile: " + err.Error()}}
 	}
@@ -172,9 +206,12 @@ func (s *Spec) semantic() error {
 	checkEnv("/env", s.Env, s.Secrets, add)
 	seen := map[string]bool{}
 	for i, t := range s.Tools {
-		where := fmt.Sprintf("/tools/%d", i)
+		where := fmt.Sprintf("/mcp_servers/%d", i)
 		if seen[t.Name] {
-			add(where+"/name", fmt.Errorf("tool %q is listed twice", t.Name))
+			add(where+"/name", fmt.Errorf("MCP server %q is listed twice", t.Name))
+		}
+		if r := CredentialReason(t.URL); t.URL != "" && r != "" {
+			add(where+"/url", &SecretValueError{Name: "server " + t.Name + " url", Reason: r})
 		}
 		seen[t.Name] = true
 		checkEnv(where+"/env", t.Env, t.Secrets, add)

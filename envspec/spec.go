@@ -17,8 +17,10 @@ import (
 	"sort"
 )
 
-// Version is the environment schema version this release writes.
-const Version = 1
+// Version is the environment schema version this release writes (FORMAT
+// §11.7.1). Parse also reads version 1, migrating it through package
+// schema's step.
+const Version = 2
 
 // MaxSize is the largest spec.json Parse accepts, in bytes.
 const MaxSize = 1 << 20
@@ -26,14 +28,24 @@ const MaxSize = 1 << 20
 // Network is what the sandbox may reach.
 type Network string
 
-// The network modes.
+// The network modes of version 2.
 const (
-	NetworkNone     Network = "none"     // no network at all
-	NetworkLoopback Network = "loopback" // the sandbox's own loopback only
-	NetworkFull     Network = "full"     // whatever the host reaches
+	NetworkNone  Network = "none"  // no network at all
+	NetworkHosts Network = "hosts" // only Sandbox.Hosts, through the node's proxy
 )
 
-// Spec is the decoded environment/spec.json.
+// The effect classes of a tool and its approval rules (FORMAT §11.7.1).
+const (
+	EffectRead      = "read"
+	EffectWorkspace = "workspace"
+	EffectExternal  = "external"
+
+	ApprovalRequired = "required"
+	ApprovalNever    = "never"
+)
+
+// Spec is the decoded environment/spec.json, version 2. A version-1 file
+// is migrated to it by Parse with the narrowest authority.
 type Spec struct {
 	// Version is the environment schema version (Version).
 	Version int `json:"version"`
@@ -45,34 +57,79 @@ type Spec struct {
 	Env map[string]string `json:"env"`
 	// Secrets lists, sorted, the names of secrets the host supplies at run time.
 	Secrets []string `json:"secrets"`
-	// Tools lists the tools and MCP servers to start, in order.
-	Tools []Tool `json:"tools"`
+	// Tools lists the MCP servers whose tools the agent is offered, in
+	// order (the file's mcp_servers; version 1's tools).
+	Tools []Tool `json:"mcp_servers"`
+	// Builtins holds the approval rules of built-in tools by name (the
+	// file's tools); a built-in's effect class is the release's.
+	Builtins map[string]Rule `json:"tools"`
+	// ToolMappings maps a tool name the journal may hold to the name that
+	// serves it now (a rename).
+	ToolMappings map[string]string `json:"tool_mappings"`
 	// Sandbox says what the sandbox must provide.
 	Sandbox Sandbox `json:"sandbox"`
+	// Lifecycle says whether the agent may be discarded instead of migrated.
+	Lifecycle Lifecycle `json:"lifecycle"`
+	// Migrated records what a migration from version 1 narrowed; it grants
+	// nothing.
+	Migrated *Migrated `json:"migrated,omitempty"`
 }
 
-// Tool is a tool or MCP server process to start beside the agent.
+// Tool is an MCP server: a process started beside the agent (transport
+// stdio) or an endpoint (http). Effect and Approval apply to every tool of
+// the server that Tools does not name.
 type Tool struct {
-	Name    string            `json:"name"`
-	Command string            `json:"command"`
-	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	// Secrets names secrets passed to this tool's environment only.
-	Secrets []string `json:"secrets,omitempty"`
+	Name      string            `json:"name"`
+	Transport string            `json:"transport"`
+	Command   string            `json:"command,omitempty"`
+	Args      []string          `json:"args,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	// Secrets names secrets passed to this server's environment only.
+	Secrets  []string        `json:"secrets,omitempty"`
+	URL      string          `json:"url,omitempty"`
+	Effect   string          `json:"effect"`
+	Approval string          `json:"approval"`
+	Tools    map[string]Rule `json:"tools,omitempty"`
 }
 
-// Sandbox is what the sandbox must provide. Zero limits mean "no limit".
+// Rule is the effect class and approval rule of one tool.
+type Rule struct {
+	Effect   string `json:"effect,omitempty"`
+	Approval string `json:"approval"`
+}
+
+// Sandbox is what the sandbox must provide. Zero limits are the node's defaults.
 type Sandbox struct {
-	Network  Network  `json:"network"`
-	Packages []string `json:"packages,omitempty"`
-	CPUs     float64  `json:"cpus,omitempty"`
-	MemoryMB int64    `json:"memory_mb,omitempty"`
+	Mode        string   `json:"mode"`
+	Network     Network  `json:"network"`
+	Hosts       []string `json:"hosts"`
+	Packages    []string `json:"packages,omitempty"`
+	CPUs        float64  `json:"cpus,omitempty"`
+	MemoryMB    int64    `json:"memory_mb,omitempty"`
+	WallSeconds int64    `json:"wall_seconds,omitempty"`
+	OutputBytes int64    `json:"output_bytes,omitempty"`
+	Processes   int64    `json:"processes,omitempty"`
+	DiskMB      int64    `json:"disk_mb,omitempty"`
+}
+
+// Lifecycle bounds what may be done with an agent instead of migrating it.
+type Lifecycle struct {
+	Ephemeral        bool  `json:"ephemeral"`
+	DiscardMaxTokens int64 `json:"discard_max_tokens,omitempty"`
+}
+
+// Migrated is what the up step from version 1 narrowed.
+type Migrated struct {
+	From    int    `json:"from"`
+	Network string `json:"network,omitempty"`
 }
 
 // Default returns the spec of a new capsule: no variables, no secrets, no
-// tools, no network.
+// servers, no network, sandbox required, not ephemeral.
 func Default() *Spec {
-	return &Spec{Version: Version, Env: map[string]string{}, Secrets: []string{}, Tools: []Tool{}, Sandbox: Sandbox{Network: NetworkNone}}
+	return &Spec{Version: Version, Env: map[string]string{}, Secrets: []string{}, Tools: []Tool{},
+		Builtins: map[string]Rule{}, ToolMappings: map[string]string{},
+		Sandbox: Sandbox{Mode: "required", Network: NetworkNone, Hosts: []string{}}}
 }
 
 // Marshal returns s as spec.json: indented, keys sorted, secrets sorted, a
@@ -100,6 +157,13 @@ func (s *Spec) normalized() *Spec {
 	c.Secrets = append([]string{}, s.Secrets...)
 	sort.Strings(c.Secrets)
 	c.Tools = append([]Tool{}, s.Tools...)
+	if c.Builtins == nil {
+		c.Builtins = map[string]Rule{}
+	}
+	if c.ToolMappings == nil {
+		c.ToolMappings = map[string]string{}
+	}
+	c.Sandbox.Hosts = append([]string{}, s.Sandbox.Hosts...)
 	return &c
 }
 

@@ -18,9 +18,12 @@ func example() *Spec {
 	s.Workdir = "src"
 	s.Env = map[string]string{"LANG": "C.UTF-8", "PATH": "/usr/local/bin:/usr/bin:/bin", "LOG_LEVEL": "debug"}
 	s.Secrets = []string{"OPENAI_API_KEY", "GITHUB_TOKEN"}
-	s.Tools = []Tool{{Name: "filesystem", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "."}},
-		{Name: "github", Command: "github-mcp-server", Args: []string{"stdio"}, Env: map[string]string{"GITHUB_HOST": "github.com"}, Secrets: []string{"GITHUB_TOKEN"}}}
-	s.Sandbox = Sandbox{Network: NetworkLoopback, Packages: []string{"git", "python3"}, CPUs: 2, MemoryMB: 4096}
+	s.Tools = []Tool{{Name: "filesystem", Transport: "stdio", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "."},
+		Effect: EffectWorkspace, Approval: ApprovalNever},
+		{Name: "github", Transport: "stdio", Command: "github-mcp-server", Args: []string{"stdio"}, Env: map[string]string{"GITHUB_HOST": "github.com"},
+			Secrets: []string{"GITHUB_TOKEN"}, Effect: EffectExternal, Approval: ApprovalRequired, Tools: map[string]Rule{"get_issue": {Effect: EffectRead, Approval: ApprovalNever}}}}
+	s.Builtins = map[string]Rule{"run": {Approval: ApprovalRequired}}
+	s.Sandbox = Sandbox{Mode: "required", Network: NetworkHosts, Hosts: []string{"api.github.com:443"}, Packages: []string{"git", "python3"}, CPUs: 2, MemoryMB: 4096}
 	return s
 }
 
@@ -30,7 +33,7 @@ func TestGoldenRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "example.spec.json")
+	golden := filepath.Join("testdata", "example.current.spec.json")
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -132,25 +135,34 @@ func TestCredentialValues(t *testing.T) {
 // FORMAT §6: Parse names every problem, schema and secret rules alike.
 func TestParseProblems(t *testing.T) {
 	base := string(mustMarshal(t, example()))
+	v1b, err := os.ReadFile(filepath.Join("testdata", "example.spec.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := string(v1b)
 	tests := []struct {
 		name string
 		in   string
 		want []string
 		is   error
 	}{
-		{"syntax", `{"version": 1,,}`, []string{"1:15: JSON syntax"}, ErrInvalid},
-		{"duplicate", `{"version": 1, "version": 1}`, []string{"1:16: duplicate key \"version\""}, ErrInvalid},
-		{"schema", strings.Replace(strings.Replace(base, `"loopback"`, `"internet"`, 1), `"version": 1`, `"version": 2`, 1),
+		{"syntax", `{"version": 2,,}`, []string{"1:15: JSON syntax"}, ErrInvalid},
+		{"duplicate", `{"version": 2, "version": 2}`, []string{"1:16: duplicate key \"version\""}, ErrInvalid},
+		{"schema", strings.Replace(strings.Replace(base, `"hosts",`, `"internet",`, 1), `"version": 2`, `"version": 3`, 1),
 			[]string{"/sandbox/network", "/version"}, ErrInvalid},
-		{"unknown member", strings.Replace(base, `"version": 1`, `"version": 1, "extra": true`, 1), []string{"extra"}, ErrInvalid},
+		{"unknown member", strings.Replace(base, `"version": 2`, `"version": 2, "extra": true`, 1), []string{"extra"}, ErrInvalid},
+		{"version 1 schema", strings.Replace(v1, `"loopback"`, `"internet"`, 1), []string{"/sandbox/network"}, ErrInvalid},
+		{"version 1 secret", strings.Replace(v1, `"debug"`, `"ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"`, 1), []string{"/env/LOG_LEVEL"}, ErrSecretValue},
 		{"bad name", strings.Replace(base, `"LANG"`, `"1LANG"`, 1), []string{"/env"}, ErrInvalid},
 		{"secret name in file", strings.Replace(base, `"LANG"`, `"MY_TOKEN"`, 1), []string{"/env/MY_TOKEN", "capsule env secret add DIR MY_TOKEN"}, ErrSecretName},
 		{"secret value in file", strings.Replace(base, `"debug"`, `"ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"`, 1), []string{"/env/LOG_LEVEL", "GitHub token"}, ErrSecretValue},
-		{"secret in tool args", strings.Replace(base, `"stdio"`, `"--token=ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"`, 1), []string{"/tools/1/args/0"}, ErrSecretValue},
+		{"secret in tool args", strings.Replace(base, `"stdio"
+      ]`, `"--token=ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"
+      ]`, 1), []string{"/mcp_servers/1/args/0"}, ErrSecretValue},
 		{"variable beside a secret", strings.Replace(base, `"LANG"`, `"GITHUB_HOSTNAME"`, 1) + "", nil, nil},
 		{"variable and secret", strings.Replace(base, `"GITHUB_TOKEN",`, `"GITHUB_TOKEN", "LANG",`, 1), []string{"/env/LANG"}, ErrConflict},
 		{"tool variable and secret", strings.Replace(base, `"secrets": [
-        "GITHUB_TOKEN"`, `"secrets": ["GITHUB_HOST", "GITHUB_TOKEN"`, 1), []string{"/tools/1/env/GITHUB_HOST"}, ErrConflict},
+        "GITHUB_TOKEN"`, `"secrets": ["GITHUB_HOST", "GITHUB_TOKEN"`, 1), []string{"/mcp_servers/1/env/GITHUB_HOST"}, ErrConflict},
 		{"workdir escapes", strings.Replace(base, `"workdir": "src"`, `"workdir": "../x"`, 1), []string{"/workdir"}, ErrInvalid},
 		{"too large", `{"pad":"` + strings.Repeat("x", MaxSize) + `"}`, []string{"the limit is"}, ErrInvalid},
 	}

@@ -11,8 +11,7 @@ import (
 )
 
 // SchemaV2JSON is the JSON Schema of version 2 of the spec (FORMAT
-// §11.7.1). Release 0.2.0 designs version 2 and migrates to it in package
-// schema, but neither writes nor reads it yet: Parse accepts version 1 only.
+// §11.7.1), the version release 0.2.0 writes.
 //
 //go:embed spec.v2.schema.json
 var SchemaV2JSON []byte
@@ -32,9 +31,8 @@ var compiledV2 = sync.OnceValues(func() (*jsonschema.Schema, error) {
 	return c.Compile(SchemaV2URL)
 })
 
-// CheckV2 validates data against the version-2 JSON Schema, structure only
-// (the secret rules of §6.2 apply to version 2 unchanged, and are checked
-// when a reader of version 2 exists).
+// CheckV2 validates data against the version-2 JSON Schema, structure only;
+// Parse also applies the secret rules of §6.2.
 func CheckV2(data []byte) error {
 	sch, err := compiledV2()
 	if err != nil {

@@ -1,9 +1,11 @@
 package envspec
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -61,19 +63,21 @@ func TestCheckV2Refuses(t *testing.T) {
 func TestMigratedSpecsAreValidV2(t *testing.T) {
 	paths, _ := filepath.Glob("../testdata/fixtures/*/capsules/*/environment/spec.json")
 	paths = append(paths, "testdata/example.spec.json")
-	def, err := Default().Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	inputs := map[string][]byte{"default": def}
+	inputs := map[string][]byte{}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if v, _ := ReadVersion(b); v != 1 {
+			if _, err := Parse(b); err != nil { // written at version 2
+				t.Errorf("%s: %v", p, err)
+			}
+			continue
+		}
 		inputs[p] = b
 	}
-	if len(inputs) < 3 {
+	if len(inputs) < 2 {
 		t.Fatalf("only %d inputs: no fixtures?", len(inputs))
 	}
 	for name, b := range inputs {
@@ -83,6 +87,29 @@ func TestMigratedSpecsAreValidV2(t *testing.T) {
 		}
 		if err := CheckV2(up); err != nil {
 			t.Errorf("%s: %v\n%s", name, err, up)
+		}
+		// Parse reads version 1 through the same step, and the down view
+		// of the result is a version-1 spec Parse accepts (the rollback).
+		viaParse, err := Parse(b)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		direct, err := Parse(up)
+		if err != nil {
+			t.Fatalf("%s: migrated: %v", name, err)
+		}
+		if !reflect.DeepEqual(viaParse, direct) {
+			t.Errorf("%s: Parse of version 1 differs from Parse of its migration", name)
+		}
+		down, err := schema.Down(schema.Environment, 2, 1, up)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if v, _ := ReadVersion(down); v != 1 || !bytes.Equal(down, b) {
+			t.Errorf("%s: down view is not the version-1 bytes", name)
+		}
+		if _, err := Parse(down); err != nil {
+			t.Errorf("%s: down view: %v", name, err)
 		}
 	}
 }

@@ -19,13 +19,13 @@ func histories() map[Kind]History {
 		{Kind: Session, Where: "memory/working_memory.md: schemas.session", Floor: 1, Current: 1, Versions: []Version{
 			{1, "the agent's notes, UTF-8 Markdown", "0.1.0"},
 		}},
-		{Kind: MemoryIndex, Where: "memory/vector_index/index.json: version, and schemas.memory_index", Floor: 1, Current: 1, Versions: []Version{
+		{Kind: MemoryIndex, Where: "memory/vector_index/index.json: version, and schemas.memory_index", Floor: 1, Current: 2, Versions: []Version{
 			{1, "placeholder: version and an entries array, always empty", "0.1.0"},
-			{2, "derived index: embedder fingerprint, source watermark, chunks with source, text digest and a base64 vector", ""},
+			{2, "derived index: embedder fingerprint, source watermark, chunks with source, text digest and a base64 vector", "0.2.0"},
 		}},
-		{Kind: Environment, Where: "environment/spec.json: version, and schemas.environment", Floor: 1, Current: 1, Versions: []Version{
+		{Kind: Environment, Where: "environment/spec.json: version, and schemas.environment", Floor: 1, Current: 2, Versions: []Version{
 			{1, "workdir, env, secret names, tools to start, sandbox network, packages and limits", "0.1.0"},
-			{2, "tools with effect classes and approval rules, MCP servers, tool mappings, sandbox mode, allowed hosts and limits, lifecycle", ""},
+			{2, "tools with effect classes and approval rules, MCP servers, tool mappings, sandbox mode, allowed hosts and limits, lifecycle", "0.2.0"},
 		}},
 		{Kind: Snapshot, Where: "artifacts/snapshot.json: version, and schemas.snapshot", Floor: 1, Current: 1, Versions: []Version{
 			{1, "sorted entries of files (size, blob, exec), directories and relative symbolic links", "0.1.0"},

@@ -7,14 +7,18 @@ import (
 )
 
 func TestPlanRead(t *testing.T) {
-	p, err := PlanRead(Environment, 1, "0.1.0")
+	p, err := PlanRead(Environment, 2, "0.2.0")
 	if err != nil || p.Action != Read || len(p.Steps) != 0 {
 		t.Fatalf("current version: %+v, %v", p, err)
 	}
-	_, err = PlanRead(Environment, 2, "0.3.0")
+	p, err = PlanRead(Environment, 1, "0.1.0")
+	if err != nil || p.Action != Migrate || len(p.Steps) != 1 || p.Destructive {
+		t.Fatalf("older version: %+v, %v", p, err)
+	}
+	_, err = PlanRead(Environment, 3, "0.3.0")
 	var ve *VersionError
-	if !errors.As(err, &ve) || !errors.Is(err, ErrRefused) || ve.Got != 2 || ve.Max != 1 ||
-		!strings.Contains(err.Error(), "environment schema version 2 (written by 0.3.0) is newer than release "+Release+" reads (up to 1); upgrade capsule") {
+	if !errors.As(err, &ve) || !errors.Is(err, ErrRefused) || ve.Got != 3 || ve.Max != 2 ||
+		!strings.Contains(err.Error(), "environment schema version 3 (written by 0.3.0) is newer than release "+Release+" reads (up to 2); upgrade capsule") {
 		t.Fatalf("newer: %v", err)
 	}
 	if _, err := PlanRead(Journal, 0, ""); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "not a version") {

@@ -8,23 +8,37 @@
 # paths and compares. Fixtures are never written by hand: run this instead.
 #
 #   scripts/fixtures.sh 0.1.0 c453eb8
+#   scripts/fixtures.sh 0.2.0 --tree     # the release being made, from this tree
 #
-# Needs go, git, tar, ssh-keygen, sha256sum. The build is cached in
+# With --tree the binary is built from the work tree (the release whose
+# fixtures are added as it is cut; its schema.Release must be RELEASE), and
+# the commit recorded is HEAD, marked "+tree" when the tree has changes.
+# Needs go, git, tar, ssh-keygen, sha256sum. A commit's build is cached in
 # ${CAPSULE_FIXTURE_CACHE:-$HOME/.cache/capsule-fixtures}/<commit>/capsule.
 set -euo pipefail
 
-release=${1:?usage: scripts/fixtures.sh RELEASE COMMIT}
-commit=${2:?usage: scripts/fixtures.sh RELEASE COMMIT}
+release=${1:?usage: scripts/fixtures.sh RELEASE COMMIT|--tree}
+commit=${2:?usage: scripts/fixtures.sh RELEASE COMMIT|--tree}
 repo=$(git rev-parse --show-toplevel)
-full=$(git -C "$repo" rev-parse --verify "$commit^{commit}")
-out=$repo/testdata/fixtures/$release
-cache=${CAPSULE_FIXTURE_CACHE:-$HOME/.cache/capsule-fixtures}/$full
 tmp=$(mktemp -d)
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+if [ "$commit" = --tree ]; then
+	full=$(git -C "$repo" rev-parse HEAD)
+	[ -z "$(git -C "$repo" status --porcelain -- ':!testdata/fixtures')" ] || full="$full+tree"
+	cache=$tmp/build
+else
+	full=$(git -C "$repo" rev-parse --verify "$commit^{commit}")
+	cache=${CAPSULE_FIXTURE_CACHE:-$HOME/.cache/capsule-fixtures}/$full
+fi
+out=$repo/testdata/fixtures/$release
 
 # 1. The release's binary, built from its commit alone (git archive: no work
-# tree, no local changes).
-if [ ! -x "$cache/capsule" ]; then
+# tree, no local changes), or with --tree from the work tree.
+if [ "$commit" = --tree ]; then
+	mkdir -p "$cache"
+	(cd "$repo" && go build -trimpath -ldflags "-X main.commit=${full:0:7}" -o "$cache/capsule" ./cmd/capsule)
+	"$cache/capsule" version --json | grep -q "\"release\": \"$release\"" || { echo "fixtures: this tree is not release $release" >&2; exit 1; }
+elif [ ! -x "$cache/capsule" ]; then
 	mkdir -p "$tmp/src" "$cache"
 	git -C "$repo" archive "$full" | tar -x -C "$tmp/src"
 	(cd "$tmp/src" && go build -trimpath -ldflags "-X main.commit=${full:0:7}" -o "$cache/capsule.new" ./cmd/capsule)
@@ -48,7 +62,27 @@ ln -s ../README.md "$ws/docs/readme-link"
 printf '*.log\n' >"$ws/.capsuleignore"
 printf 'ignored\n' >"$ws/build.log"
 
-cat >"$tmp/spec.json" <<'SPEC'
+# The spec in the version the release writes: 0.1.0 knows version 1 only;
+# from 0.2.0 (environment version 2) MCP servers with effect classes and
+# approval rules, built-in rules and allowed hosts.
+if "$old" version --json 2>/dev/null | grep -q '"environment": 2'; then
+	cat >"$tmp/spec.json" <<'SPEC'
+{
+  "version": 2,
+  "workdir": "",
+  "env": {"LANG": "C.UTF-8"},
+  "secrets": ["GITHUB_TOKEN"],
+  "mcp_servers": [{"name": "github", "transport": "stdio", "command": "github-mcp-server", "args": ["stdio"],
+                   "secrets": ["GITHUB_TOKEN"], "effect": "external", "approval": "required",
+                   "tools": {"get_issue": {"effect": "read", "approval": "never"}}}],
+  "tools": {"run": {"approval": "required"}},
+  "tool_mappings": {},
+  "sandbox": {"mode": "required", "network": "hosts", "hosts": ["api.github.com:443"], "packages": ["git"], "cpus": 1, "memory_mb": 512},
+  "lifecycle": {"ephemeral": false}
+}
+SPEC
+else
+	cat >"$tmp/spec.json" <<'SPEC'
 {
   "version": 1,
   "workdir": "",
@@ -58,6 +92,7 @@ cat >"$tmp/spec.json" <<'SPEC'
   "sandbox": {"network": "loopback", "packages": ["git"], "cpus": 1, "memory_mb": 512}
 }
 SPEC
+fi
 
 t=0
 ev() { # ev DIR KIND BODY [extra flags]

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/envspec"
+	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -196,12 +197,12 @@ func newEnvShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := c.Environment()
+			s, err := c.Environment() // an older version is migrated in memory
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				b, err := s.Marshal()
+			if asJSON { // as stored, whatever its version
+				b, err := c.ReadFile(manifest.EnvironmentPath, envspec.MaxSize)
 				if err != nil {
 					return err
 				}
@@ -229,12 +230,19 @@ func printEnv(w io.Writer, s *envspec.Spec) {
 		fmt.Fprintf(w, "secret  %s (value supplied by the host)\n", n)
 	}
 	for _, t := range s.Tools {
-		fmt.Fprintf(w, "tool    %s: %s %s\n", t.Name, t.Command, strings.Join(t.Args, " "))
+		where := strings.TrimSpace(t.Command + " " + strings.Join(t.Args, " "))
+		if t.Transport == "http" {
+			where = t.URL
+		}
+		fmt.Fprintf(w, "tool    %s: %s (%s, approval %s)\n", t.Name, where, t.Effect, t.Approval)
 	}
 	if s.Workdir != "" {
 		fmt.Fprintf(w, "workdir %s\n", s.Workdir)
 	}
 	fmt.Fprintf(w, "sandbox network %s", s.Sandbox.Network)
+	if len(s.Sandbox.Hosts) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(s.Sandbox.Hosts, " "))
+	}
 	if len(s.Sandbox.Packages) > 0 {
 		fmt.Fprintf(w, ", packages %s", strings.Join(s.Sandbox.Packages, " "))
 	}

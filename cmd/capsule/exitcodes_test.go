@@ -89,6 +89,7 @@ func exitCases(f exitFixture, scratch func() string) map[string]exitCase {
 		"export":         {missing: []string{"export", nope(), "-o", filepath.Join(scratch(), "x.tar")}, usage: []string{"export", f.good}, tampered: []string{"export", f.bad, "-o", filepath.Join(scratch(), "x.tar"), "-q"}, tamperedCode: 1},
 		"import":         {missing: []string{"import", nope(), "-o", filepath.Join(scratch(), "x")}, usage: []string{"import", f.badTar}, tampered: []string{"import", f.badTar, "-o", filepath.Join(scratch(), "x"), "-q"}, tamperedCode: 1},
 		"checkout":       {missing: []string{"checkout", nope(), "--to", filepath.Join(scratch(), "w")}, usage: []string{"checkout", f.good}, tampered: []string{"checkout", f.bad, "--to", filepath.Join(scratch(), "w"), "-q"}, tamperedCode: 1},
+		"migrate":        {missing: []string{"migrate", nope()}, usage: []string{"migrate", f.good, "--to", "9.9.9"}, tampered: []string{"migrate", copyOf(f.bad, scratch), "--to", "0.1.0"}, tamperedCode: 1},
 		"gc":             {missing: []string{"gc", nope()}, usage: []string{"gc"}, tampered: []string{"gc", copyOf(f.bad, scratch)}, tamperedCode: 1},
 		// node and node id create a missing data folder, as documented.
 		"node":           {usage: []string{"node", "extra"}},

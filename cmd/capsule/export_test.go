@@ -155,7 +155,7 @@ func TestImportRefusesTamperedArchive(t *testing.T) {
 		t.Fatalf("export: %s", stderr)
 	}
 	data, _ := os.ReadFile(tarPath)
-	i := bytes.Index(data, []byte("\"entries\": []"))
+	i := bytes.Index(data, []byte("\"chunks\":[]"))
 	if i < 0 {
 		t.Fatal("the vector index content is not in the archive")
 	}

@@ -20,6 +20,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/agentcapsule/capsule/schema"
 )
 
 const fixturesRoot = "../../testdata/fixtures"
@@ -99,6 +101,57 @@ func readCapsuleFixture(t *testing.T, root, name string, e expectations) {
 	}
 	compareTree(t, filepath.Join(exp, "checkout.txt"), to)
 	compareTree(t, filepath.Join(exp, "folder.txt"), dir) // no read path wrote to the capsule
+	migrateUpAndBack(t, dir, e.Release, filepath.Join(exp, "folder.txt"))
+}
+
+// migrateUpAndBack migrates a fixture to this release's versions, checks
+// that it verifies, is idempotent and reads the same journal, then rolls it
+// back to the release that wrote it and compares every byte with what that
+// release wrote (FORMAT §11.5).
+func migrateUpAndBack(t *testing.T, dir, release, listing string) {
+	t.Helper()
+	logBefore, _, _ := capsuleCLI(t, "log", dir, "--json")
+	if out, errs, code := capsuleCLI(t, "migrate", dir, "--json"); code != exitOK {
+		t.Fatalf("migrate: exit %d: %s%s", code, out, errs)
+	}
+	if out, errs, code := capsuleCLI(t, "verify", dir, "--json"); code != exitOK {
+		t.Fatalf("verify after migrate: exit %d: %s%s", code, out, errs)
+	}
+	if logAfter, _, _ := capsuleCLI(t, "log", dir, "--json"); logAfter != logBefore {
+		t.Errorf("the journal reads differently after the migration")
+	}
+	if out, _, code := capsuleCLI(t, "migrate", dir); code != exitOK || !strings.Contains(out, "nothing to do") {
+		t.Errorf("second migrate: exit %d: %s", code, out)
+	}
+	if release != "0.1.0" { // a newer release's capsule rolls back to 0.1.0 and up again
+		for _, to := range []string{"0.1.0", schema.Release} {
+			if out, errs, code := capsuleCLI(t, "migrate", dir, "--to", to); code != exitOK {
+				t.Fatalf("migrate --to %s: exit %d: %s%s", to, code, out, errs)
+			}
+			if out, errs, code := capsuleCLI(t, "verify", dir); code != exitOK {
+				t.Fatalf("verify at the versions of %s: exit %d: %s%s", to, code, out, errs)
+			}
+		}
+	}
+	if out, errs, code := capsuleCLI(t, "migrate", dir, "--to", release); code != exitOK {
+		t.Fatalf("migrate --to %s: exit %d: %s%s", release, code, out, errs)
+	}
+	if release == schema.Release {
+		if out, _, _ := capsuleCLI(t, "env", "show", dir, "--json"); out != readFile(t, filepath.Join(filepath.Dir(listing), "env.json")) {
+			t.Errorf("a rollback to 0.1.0 and back lost the spec 0.2.0 wrote:\n%s", out)
+		}
+		return // the manifest names this build as its writer now
+	}
+	compareTree(t, listing, dir)
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func readArchiveFixture(t *testing.T, root, name string, e expectations) {
@@ -113,6 +166,25 @@ func readArchiveFixture(t *testing.T, root, name string, e expectations) {
 	out := filepath.Join(t.TempDir(), "imported")
 	if _, errs, code := capsuleCLI(t, "import", file, "-o", out, "-q"); code != exitOK {
 		t.Fatalf("import: exit %d: %s", code, errs)
+	}
+	// Import writes the migrated state; rolled back, it is what the
+	// release that wrote the archive imported.
+	if got, errs, code := capsuleCLI(t, "verify", out, "--json"); code != exitOK || !strings.Contains(got, `"problems": []`) {
+		t.Fatalf("verify the imported capsule: exit %d: %s%s", code, got, errs)
+	}
+	var imported struct {
+		Schemas map[schema.Kind]int `json:"schemas"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "manifest.json"))), &imported); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range schema.Kinds {
+		if k != schema.Journal && imported.Schemas[k] != schema.Current[k] { // journal lines keep their version
+			t.Errorf("import left %s at version %d, want %d (migrated)", k, imported.Schemas[k], schema.Current[k])
+		}
+	}
+	if got, errs, code := capsuleCLI(t, "migrate", out, "--to", e.Release); code != exitOK {
+		t.Fatalf("migrate --to %s: exit %d: %s%s", e.Release, code, got, errs)
 	}
 	compareTree(t, filepath.Join(exp, "import.txt"), out)
 }

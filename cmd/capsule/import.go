@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentcapsule/capsule/archive"
+	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/progress"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -99,13 +100,21 @@ func runImport(cmd *cobra.Command, file string, f importFlags) error {
 	if err != nil {
 		return importError(cmd.OutOrStdout(), file, err, f.json)
 	}
+	mig, err := capsule.Migrate(vfs.OS{}, res.Dir, writerConfig(), capsule.MigrateOptions{}) // verified just now
+	if err != nil {
+		return fmt.Errorf("import %s: imported into %s as the archive holds it, then: %w (run capsule migrate %s)", file, res.Dir, err, res.Dir)
+	}
 	if f.json {
 		return printJSON(cmd.OutOrStdout(), struct {
 			OK bool `json:"ok"`
 			*archive.ImportResult
-		}{true, res})
+			Migrated []capsule.KindChange `json:"migrated"`
+		}{true, res, mig.Changes})
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "imported %s into %s: %d files, %s, verified\n", file, res.Dir, res.Files, humanBytes(res.Bytes))
+	for _, c := range mig.Changes {
+		fmt.Fprintf(cmd.OutOrStdout(), "migrated %s from version %d to %d (capsule migrate %s --to %s rolls back)\n", c.Kind, c.From, c.To, res.Dir, mig.From)
+	}
 	if res.Signed {
 		fmt.Fprintf(cmd.OutOrStdout(), "signed by %s%s\n", res.Signer, map[bool]string{true: ", an allowed signer", false: " (not checked against allowed signers)"}[res.Trusted])
 	}

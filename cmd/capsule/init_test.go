@@ -121,11 +121,12 @@ func TestEnvCommands(t *testing.T) {
 		t.Errorf("env show:\n%s\nwant:\n%s", got, want)
 	}
 	spec := mustCLI(t, "env", "show", dir, "--json")
-	spec = strings.Replace(spec, `"network": "none"`, `"network": "loopback", "cpus": 2`, 1)
+	spec = strings.Replace(spec, `"network": "none",
+    "hosts": []`, `"network": "hosts", "hosts": ["api.example:443"], "cpus": 2`, 1)
 	f := filepath.Join(t.TempDir(), "spec.json")
 	os.WriteFile(f, []byte(spec), 0o644)
 	mustCLI(t, "env", "load", dir, f)
-	if got := mustCLI(t, "env", "show", dir); !strings.Contains(got, "network loopback, 2 CPUs") {
+	if got := mustCLI(t, "env", "show", dir); !strings.Contains(got, "network hosts (api.example:443), 2 CPUs") {
 		t.Errorf("after load: %q", got)
 	}
 	mustCLI(t, "verify", dir, "-q")

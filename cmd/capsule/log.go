@@ -75,6 +75,9 @@ func journalPath(p string) (path string, isCapsule bool, err error) {
 	if _, err := os.Stat(filepath.Join(p, manifest.FileName)); err != nil {
 		return "", false, usageError{fmt.Errorf("%s is a folder without %s: not a capsule", p, manifest.FileName)}
 	}
+	if err := capsule.CheckReadable(vfs.OS{}, p); err != nil { // versions first (FORMAT §11.4)
+		return "", true, verifyError{err}
+	}
 	return filepath.Join(p, filepath.FromSlash(manifest.JournalPath)), true, nil
 }
 

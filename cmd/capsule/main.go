@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/capsule"
 )
 
 // Exit codes, documented in the README and in `capsule --help`.
@@ -115,7 +116,7 @@ func exitCode(err error) int {
 	var ve verifyError
 	var ae *api.Error
 	switch {
-	case errors.As(err, &ve):
+	case errors.As(err, &ve), errors.Is(err, capsule.ErrRefused): // a version this release does not read
 		return exitVerify
 	case errors.Is(err, fs.ErrNotExist):
 		return exitInternal

@@ -11,9 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/render"
 	"github.com/agentcapsule/capsule/render/wire"
+	"github.com/agentcapsule/capsule/vfs"
 )
 
 func init() { addCommand(newRenderCmd) }
@@ -124,6 +126,9 @@ func renderTarget(f renderFlags) (render.Target, error) {
 func renderFile(path string, t render.Target) ([]byte, *render.Report, error) {
 	defer boundHeap(streamingHeap)()
 	if !strings.HasSuffix(path, ".jsonl") {
+		if err := capsule.CheckReadable(vfs.OS{}, path); err != nil && !errors.Is(err, capsule.ErrNotCapsule) {
+			return nil, nil, verifyError{err} // versions first (FORMAT §11.4)
+		}
 		path = filepath.Join(path, "memory", "timeline_events.jsonl")
 	}
 	file, err := os.Open(path)
