@@ -9,6 +9,7 @@ import (
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/journal/logfile"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
@@ -192,9 +193,13 @@ func (a *tenant) rehashLater(dir string, files []store.WalkedFile, at time.Time)
 // of the journal's last event (read only when the move's bookkeeping was
 // lost to a restart).
 func (a *tenant) lastMoveSource() string {
-	events, _, err := readJournal(a.n.fsys, filepath.Join(a.capsule(), journalInCap))
-	if err != nil || len(events) == 0 {
+	var last string
+	_, err := logfile.Each(a.n.fsys, filepath.Join(a.capsule(), journalInCap), func(e *journal.Event, _ journal.Pos) error {
+		last = e.Machine
+		return nil
+	})
+	if err != nil {
 		return ""
 	}
-	return events[len(events)-1].Machine
+	return last
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/journal/logfile"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -115,9 +117,9 @@ func (a *tenant) reclaimBlobs(bdir string) error {
 }
 
 func journalCount(fsys vfs.FS, path string) uint64 {
-	events, _, err := readJournal(fsys, path)
-	if err != nil {
+	var n uint64
+	if _, err := logfile.Each(fsys, path, func(*journal.Event, journal.Pos) error { n++; return nil }); err != nil {
 		return 0
 	}
-	return uint64(len(events))
+	return n
 }
