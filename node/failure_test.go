@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -163,10 +164,10 @@ func TestTargetDiskFull(t *testing.T) {
 	}{
 		{"cas full", casDir, []vfs.Op{vfs.OpWrite, vfs.OpCreate}, vfs.ErrNoSpace},
 		{"staging full", stagingDir, []vfs.Op{vfs.OpWrite, vfs.OpCreate}, vfs.ErrNoSpace},
-		{"holder record full", vfs.TempPrefix + HolderFile + "*", []vfs.Op{vfs.OpWrite, vfs.OpCreate}, vfs.ErrNoSpace},
+		{"holder record full", vfs.TempPrefix + record.HolderFile + "*", []vfs.Op{vfs.OpWrite, vfs.OpCreate}, vfs.ErrNoSpace},
 		// The promise creates the log; PREPARED is the first append.
-		{"holder record append full", HolderFile, []vfs.Op{vfs.OpWrite}, vfs.ErrNoSpace},
-		{"holder record append EIO", HolderFile, []vfs.Op{vfs.OpSync}, vfs.ErrIO},
+		{"holder record append full", record.HolderFile, []vfs.Op{vfs.OpWrite}, vfs.ErrNoSpace},
+		{"holder record append EIO", record.HolderFile, []vfs.Op{vfs.OpSync}, vfs.ErrIO},
 		{"staging fsync EIO", stagingDir, []vfs.Op{vfs.OpSync}, vfs.ErrIO},
 	}
 	for _, c := range cases {
@@ -341,7 +342,7 @@ func TestTamperedHolderRecordFailsClosed(t *testing.T) {
 	n := newNode(t, dir, nodeOpts{})
 	id := createAgent(t, n, "")
 	n.Close(context.Background())
-	path := filepath.Join(dir, "agents", id, HolderFile)
+	path := filepath.Join(dir, "agents", id, record.HolderFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/journal/logfile"
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
@@ -74,8 +75,8 @@ func (a *tenant) promote(act transfer.Action) error {
 
 // saveMetaIfChanged writes agent.json unless it already says a.meta.
 func (a *tenant) saveMetaIfChanged() error {
-	if b, err := vfs.ReadFile(a.n.fsys, a.path(agentMetaFile)); err == nil {
-		if disk, err := decodeMeta(b); err == nil && disk == a.meta {
+	if b, err := vfs.ReadFile(a.n.fsys, a.path(record.MetaFile)); err == nil {
+		if disk, err := record.DecodeMeta(b); err == nil && disk == a.meta {
 			return nil
 		}
 	}
