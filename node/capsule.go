@@ -11,6 +11,7 @@ import (
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -134,19 +135,9 @@ func verifyCapsule(fsys vfs.FS, dir string) []string {
 	return out
 }
 
-// journalSummary is the manifest's record of the committed journal as a
-// journal.Summary.
-func journalSummary(committed manifest.Journal) journal.Summary {
-	sum := journal.Summary{Events: committed.Events, Bytes: committed.Bytes, Digest: committed.Digest, Heads: map[string]journal.Head{}}
-	for m, h := range committed.Heads {
-		sum.Heads[m] = journal.Head{Seq: h.Seq, ID: h.ID, Clock: h.Clock, Epoch: h.Epoch}
-	}
-	return sum
-}
-
 // journalTail checks the journal bytes after the committed prefix by chain.
 func journalTail(tail io.Reader, committed manifest.Journal) []capsule.Problem {
-	probs, err := journal.VerifyTail(journalSummary(committed), tail)
+	probs, err := journal.VerifyTail(agentlog.FromManifest(committed), tail)
 	if err != nil {
 		return []capsule.Problem{{Path: manifest.JournalPath, Kind: capsule.KindJournal, Detail: err.Error()}}
 	}

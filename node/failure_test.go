@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -323,7 +324,7 @@ func TestShutdownFreezesAndRestartResumes(t *testing.T) {
 	cl := &cluster{t: t, nodes: []*Node{n2}}
 	cl.checkHolder(n2, id)
 	a, _ := n2.getTenant(id)
-	events, _, _ := readJournal(n2.fsys, filepath.Join(a.capsule(), journalInCap))
+	events, _, _ := agentlog.Read(n2.fsys, filepath.Join(a.capsule(), journalInCap))
 	var kinds []string
 	for _, e := range events {
 		if e.Kind != "tool_call" && e.Kind != "tool_result" {

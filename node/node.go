@@ -49,8 +49,9 @@
 // top-down: no file refers to one above it (the type-checked graph of the
 // package's files has no cycle). Below the package sit node/ident (the
 // node's key, ID and certificate), node/record (the signed record logs
-// holder.jsonl and source.jsonl, and agent.json) and node/store; none of
-// them imports node. At the bottom of node, state.go declares what the
+// holder.jsonl and source.jsonl, and agent.json), node/agentlog (an
+// agent's journal as the node writes it, its checked open and its
+// attachment index) and node/store; none of them imports node. At the bottom of node, state.go declares what the
 // Node and each tenant hold and the order their locks are taken, layout.go
 // the names in an agent's folder, node_env.go the Node helpers tenants
 // use. The roles still share package node, so one role's file may call
@@ -63,9 +64,7 @@
 //     metrics.go, report.go, capsule.go, render.go.
 //   - Hosting one agent (tenant*.go): the tenant's folder, records and
 //     loading (tenant.go), lifecycle and runner loop (tenant_run.go,
-//     tenant_runner.go), status (tenant_status.go), journal
-//     (tenant_journal.go, tenant_open.go: its open, checked against the
-//     manifest in one streaming pass, tenant_attach.go), workspace
+//     tenant_runner.go), status (tenant_status.go), workspace
 //     record (tenant_record.go), recovery at start
 //     (tenant_recover.go), removal and peer use.
 //   - The source side of a move (source_*.go), state tenant.src

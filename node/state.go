@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
@@ -89,17 +90,17 @@ type tenant struct {
 	mu          sync.Mutex
 	holder      *transfer.Target // the holder record (holder.jsonl): epochs seen, held or not
 	meta        record.Meta
-	log         *eventLog       // open while this node holds the agent
-	run         *runLoop        // non-nil while the runner runs
-	blocked     error           // why the agent may not run here (fail closed)
-	metaRefused error           // agent.json is a version this release does not read: never written over
-	lastErr     atomic.Value    // string: the runner's last error (no lock)
-	cache       store.StatCache // the workspace's stat cache (own lock)
-	attach      attachIndex     // attachments of the journal
-	wire        wireState       // delta bases, for both sides of a move (own lock; delta.go)
-	peer        peerUse         // peer requests in flight (peeragent.go); guarded by Node.mu
-	src         *sourceSide     // never nil
-	tgt         *targetSide     // never nil
+	log         *agentlog.Log        // open while this node holds the agent
+	run         *runLoop             // non-nil while the runner runs
+	blocked     error                // why the agent may not run here (fail closed)
+	metaRefused error                // agent.json is a version this release does not read: never written over
+	lastErr     atomic.Value         // string: the runner's last error (no lock)
+	cache       store.StatCache      // the workspace's stat cache (own lock)
+	attach      agentlog.Attachments // attachments of the journal
+	wire        wireState            // delta bases, for both sides of a move (own lock; delta.go)
+	peer        peerUse              // peer requests in flight (peeragent.go); guarded by Node.mu
+	src         *sourceSide          // never nil
+	tgt         *targetSide          // never nil
 
 	// stepMu is held for the whole of each runner step; taking it waits for
 	// a step boundary.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/schema"
@@ -39,7 +40,7 @@ func (a *tenant) prepare(act transfer.Action) []string {
 	go func() {
 		var err error
 		if in.log == nil { // the journal copy is normally staged open
-			in.log, err = openEventLog(a.n.fsys, filepath.Join(in.capsule(), filepath.FromSlash(manifest.JournalPath)), string(a.n.id), act.Epoch, in.m.Journal.Bytes)
+			in.log, err = agentlog.Open(a.n.fsys, filepath.Join(in.capsule(), filepath.FromSlash(manifest.JournalPath)), string(a.n.id), act.Epoch, in.m.Journal.Bytes)
 		}
 		opened <- err
 	}()

@@ -10,6 +10,7 @@ import (
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/journal/logfile"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
@@ -50,9 +51,9 @@ func (a *tenant) promote(act transfer.Action) error {
 	}
 	a.dropIncoming()
 	a.cache.Forget()
-	a.attach = attachIndex{} // a new journal file: indexed afresh
+	a.attach = agentlog.Attachments{} // a new journal file: indexed afresh
 	source := ""
-	var staged *eventLog
+	var staged *agentlog.Log
 	var snap *capsule.Snapshot
 	if a.tgt.in != nil && a.tgt.in.move == act.Move {
 		source, staged, snap = a.tgt.in.source, a.tgt.in.log, a.tgt.in.snap

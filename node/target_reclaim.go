@@ -9,6 +9,7 @@ import (
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/journal/logfile"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -39,7 +40,7 @@ func (a *tenant) discard(move string) error {
 // the rest is removed.
 func (a *tenant) toCache(events int64, fw *frozenWork) error {
 	a.cache.Forget()
-	a.attach = attachIndex{}
+	a.attach = agentlog.Attachments{}
 	_ = a.n.fsys.Remove(a.path(statCacheFile)) // it described the workspace that leaves
 	if err := a.reclaim(a.capsule(), events); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/node/record"
 )
 
@@ -63,7 +64,7 @@ func (a *tenant) removeCopy() error {
 	a.dropIncoming()
 	a.dropShadow()
 	a.cache.Forget()
-	a.attach, a.tgt.snaps, a.tgt.ahead = attachIndex{}, snapMemo{}, nil
+	a.attach, a.tgt.snaps, a.tgt.ahead = agentlog.Attachments{}, snapMemo{}, nil
 	if a.log != nil {
 		_ = a.log.Close()
 		a.log = nil

@@ -7,6 +7,7 @@ import (
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/transfer"
 )
 
@@ -87,7 +88,7 @@ func (a *tenant) openLog(epoch uint64) error {
 		a.log.Fence(epoch)
 		return nil
 	}
-	l, err := openCheckedLog(a.n.fsys, a.capsule(), string(a.n.id), epoch)
+	l, err := agentlog.OpenChecked(a.n.fsys, a.capsule(), string(a.n.id), epoch)
 	if err != nil {
 		return err
 	}

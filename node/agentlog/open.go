@@ -1,4 +1,4 @@
-package node
+package agentlog
 
 import (
 	"errors"
@@ -10,10 +10,11 @@ import (
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/journal/logfile"
+	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
-// openCheckedLog opens the journal of the capsule in capDir for machine,
+// OpenChecked opens the journal of the capsule in capDir for machine,
 // fenced at holder, after checking it against the capsule's manifest in
 // the same streaming pass that loads it (memory does not grow with the
 // journal's length). It checks what capsule.VerifyJournal checks: the
@@ -24,18 +25,18 @@ import (
 // committed line that names attachments decodes with valid blob digests
 // (FORMAT §3.2, §7.7). The uncommitted tail is checked by chain and a torn
 // last line set aside, as logfile.Open does.
-func openCheckedLog(fsys vfs.FS, capDir, machine string, holder uint64) (*eventLog, error) {
+func OpenChecked(fsys vfs.FS, capDir, machine string, holder uint64) (*Log, error) {
 	c, err := capsule.Open(fsys, capDir, capsule.Config{})
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(capDir, journalInCap)
+	path := filepath.Join(capDir, filepath.FromSlash(manifest.JournalPath))
 	if _, err := fsys.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %s: layout file missing", capDir, journalInCap)
+		return nil, fmt.Errorf("%s: %s: layout file missing", capDir, manifest.JournalPath)
 	} else if err != nil {
 		return nil, fmt.Errorf("%s: %w", capDir, err)
 	}
-	want := journalSummary(c.Manifest().Journal)
+	want := FromManifest(c.Manifest().Journal)
 	var bad error
 	visit := func(e *journal.Event, line int) {
 		if bad == nil && int64(line) <= want.Events {
@@ -48,9 +49,9 @@ func openCheckedLog(fsys vfs.FS, capDir, machine string, holder uint64) (*eventL
 	}
 	if bad != nil {
 		_ = l.Close()
-		return nil, fmt.Errorf("%s: %s: %w", capDir, journalInCap, bad)
+		return nil, fmt.Errorf("%s: %s: %w", capDir, manifest.JournalPath, bad)
 	}
-	return &eventLog{l: l, machine: machine}, nil
+	return &Log{l: l, machine: machine}, nil
 }
 
 // checkAttachments checks that the attachments event e (on line) names
@@ -66,4 +67,14 @@ func checkAttachments(e *journal.Event, line int) error {
 		}
 	}
 	return nil
+}
+
+// FromManifest returns the manifest's record of the committed journal as a
+// journal.Summary.
+func FromManifest(committed manifest.Journal) journal.Summary {
+	sum := journal.Summary{Events: committed.Events, Bytes: committed.Bytes, Digest: committed.Digest, Heads: map[string]journal.Head{}}
+	for m, h := range committed.Heads {
+		sum.Heads[m] = journal.Head{Seq: h.Seq, ID: h.ID, Clock: h.Clock, Epoch: h.Epoch}
+	}
+	return sum
 }
