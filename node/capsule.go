@@ -2,7 +2,6 @@ package node
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"path"
@@ -12,6 +11,7 @@ import (
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -135,29 +135,9 @@ func verifyCapsule(fsys vfs.FS, dir string) []string {
 	return out
 }
 
-// checkJournal checks the capsule's journal against its manifest with
-// capsule.VerifyJournal (the committed prefix by size and digest, FORMAT
-// §7.7) and returns the manifest, or an error naming every problem. The
-// uncommitted tail is left to the journal's own open (logfile), which
-// checks its chain and sets a torn last line aside.
-func checkJournal(fsys vfs.FS, dir string) (*manifest.Manifest, error) {
-	rep, m, err := capsule.VerifyJournal(fsys, dir, capsule.VerifyOptions{})
-	if err != nil {
-		return nil, err
-	}
-	if err := rep.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	return m, nil
-}
-
 // journalTail checks the journal bytes after the committed prefix by chain.
 func journalTail(tail io.Reader, committed manifest.Journal) []capsule.Problem {
-	sum := journal.Summary{Events: committed.Events, Bytes: committed.Bytes, Digest: committed.Digest, Heads: map[string]journal.Head{}}
-	for m, h := range committed.Heads {
-		sum.Heads[m] = journal.Head{Seq: h.Seq, ID: h.ID, Clock: h.Clock, Epoch: h.Epoch}
-	}
-	probs, err := journal.VerifyTail(sum, tail)
+	probs, err := journal.VerifyTail(agentlog.FromManifest(committed), tail)
 	if err != nil {
 		return []capsule.Problem{{Path: manifest.JournalPath, Kind: capsule.KindJournal, Detail: err.Error()}}
 	}

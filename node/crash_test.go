@@ -3,9 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/vfs"
 	"github.com/agentcapsule/capsule/vfs/vfstest"
 )
@@ -96,7 +95,7 @@ func targetPowerLossAfterActivate(t *testing.T, crash func(t *testing.T, mem *vf
 	if r.Counter < uint64(r.CounterResults) || r.Counter > uint64(r.CounterResults)+1 {
 		t.Errorf("counter %d vs %d journaled results", r.Counter, r.CounterResults)
 	}
-	if _, err := mem.Stat(filepath.Join(b.cfg.Dir, "agents", id, HolderFile)); err != nil {
+	if _, err := mem.Stat(filepath.Join(b.cfg.Dir, "agents", id, record.HolderFile)); err != nil {
 		t.Errorf("holder record lost in the crash: %v", err)
 	}
 }
@@ -203,80 +202,6 @@ func targetPowerLossWithFreshBlobs(t *testing.T, crash func(t *testing.T, mem *v
 	if probs := verifyCapsule(mem, ag.capsule()); len(probs) > 0 {
 		t.Errorf("target capsule: %v", probs)
 	}
-}
-
-// TestRecordLogCrash cuts the power at every durable step of saving holder
-// records, in every outcome of the unsynced changes: the first save
-// replaces a legacy holder.json with a new log, the next ones append, and
-// the last comes after a log that outgrew maxRecordLog and is rewritten.
-// After the crash the newest record is the last acknowledged one or the
-// one being saved, never an older one, never none; and the next save
-// works, whatever the crash left (a torn last line, a leftover temporary
-// file). docs/PROTOCOL.md §5.
-func TestRecordLogCrash(t *testing.T) {
-	k := mustKey(t, 1)
-	dir := "/data"
-	path, legacy := filepath.Join(dir, HolderFile), filepath.Join(dir, "holder.json")
-	setup := func(t testing.TB, fsys vfs.FS) {
-		if err := vfs.MkdirAllDurable(fsys, dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		old, _ := json.MarshalIndent(adoptRecord(k, "01AGENT", 1), "", "  ")
-		if err := vfs.WriteFile(fsys, legacy, append(old, '\n'), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const last = 5
-	var acked uint64
-	op := func(fsys vfs.FS) error {
-		acked = 1
-		for e := uint64(2); e <= last; e++ {
-			if e == last { // a log that grew too large is rewritten
-				if err := growLog(fsys, path); err != nil {
-					return err
-				}
-			}
-			if err := saveRecord(fsys, path, adoptRecord(k, "01AGENT", e)); err != nil {
-				return err
-			}
-			acked = e
-		}
-		return nil
-	}
-	vfstest.ForEachCrashPoint(t, setup, op, func(t *testing.T, fsys vfs.FS, at vfstest.CrashPoint) {
-		tg, err := LoadTarget(fsys, path, k.ID(), "01AGENT")
-		if err != nil {
-			t.Fatalf("%v: %v", at, err)
-		}
-		if got := tg.Holder(); got != acked && (at.Done() || got != acked+1) {
-			t.Fatalf("%v: holder epoch %d after %d was acknowledged", at, got, acked)
-		}
-		if err := saveRecord(fsys, path, adoptRecord(k, "01AGENT", last+1)); err != nil {
-			t.Fatalf("%v: save after the crash: %v", at, err)
-		}
-		if got := holderAt(t, fsys, path, k); got != last+1 {
-			t.Fatalf("%v: after a save of epoch %d the log reads %d", at, last+1, got)
-		}
-	})
-}
-
-// growLog appends copies of the newest record to the log at path, durably,
-// until it is past maxRecordLog.
-func growLog(fsys vfs.FS, path string) error {
-	b, err := vfs.ReadFile(fsys, path)
-	if err != nil {
-		return err
-	}
-	lastLine := b[bytes.LastIndexByte(b[:len(b)-1], '\n')+1:]
-	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if _, err := f.Write(bytes.Repeat(lastLine, maxRecordLog/len(lastLine)+1)); err != nil {
-		return err
-	}
-	return f.Sync()
 }
 
 // TestTargetPowerLossDuringPromote cuts the target's power while it

@@ -15,6 +15,8 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/node/agentlog"
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -163,10 +165,10 @@ func TestTargetDiskFull(t *testing.T) {
 	}{
 		{"cas full", casDir, []vfs.Op{vfs.OpWrite, vfs.OpCreate}, vfs.ErrNoSpace},
 		{"staging full", stagingDir, []vfs.Op{vfs.OpWrite, vfs.OpCreate}, vfs.ErrNoSpace},
-		{"holder record full", vfs.TempPrefix + HolderFile + "*", []vfs.Op{vfs.OpWrite, vfs.OpCreate}, vfs.ErrNoSpace},
+		{"holder record full", vfs.TempPrefix + record.HolderFile + "*", []vfs.Op{vfs.OpWrite, vfs.OpCreate}, vfs.ErrNoSpace},
 		// The promise creates the log; PREPARED is the first append.
-		{"holder record append full", HolderFile, []vfs.Op{vfs.OpWrite}, vfs.ErrNoSpace},
-		{"holder record append EIO", HolderFile, []vfs.Op{vfs.OpSync}, vfs.ErrIO},
+		{"holder record append full", record.HolderFile, []vfs.Op{vfs.OpWrite}, vfs.ErrNoSpace},
+		{"holder record append EIO", record.HolderFile, []vfs.Op{vfs.OpSync}, vfs.ErrIO},
 		{"staging fsync EIO", stagingDir, []vfs.Op{vfs.OpSync}, vfs.ErrIO},
 	}
 	for _, c := range cases {
@@ -322,7 +324,7 @@ func TestShutdownFreezesAndRestartResumes(t *testing.T) {
 	cl := &cluster{t: t, nodes: []*Node{n2}}
 	cl.checkHolder(n2, id)
 	a, _ := n2.getTenant(id)
-	events, _, _ := readJournal(n2.fsys, filepath.Join(a.capsule(), journalInCap))
+	events, _, _ := agentlog.Read(n2.fsys, filepath.Join(a.capsule(), journalInCap))
 	var kinds []string
 	for _, e := range events {
 		if e.Kind != "tool_call" && e.Kind != "tool_result" {
@@ -341,7 +343,7 @@ func TestTamperedHolderRecordFailsClosed(t *testing.T) {
 	n := newNode(t, dir, nodeOpts{})
 	id := createAgent(t, n, "")
 	n.Close(context.Background())
-	path := filepath.Join(dir, "agents", id, HolderFile)
+	path := filepath.Join(dir, "agents", id, record.HolderFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

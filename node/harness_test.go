@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -191,7 +192,7 @@ func (c *cluster) checkHolder(holder *Node, id string) {
 	}
 	probs := verifyCapsule(holder.fsys, a.capsule())
 	counter, cerr := readCounter(holder.fsys, filepath.Join(a.work(), CounterFile))
-	events, _, jerr := readJournal(holder.fsys, filepath.Join(a.capsule(), journalInCap))
+	events, _, jerr := agentlog.Read(holder.fsys, filepath.Join(a.capsule(), journalInCap))
 	if err := a.startLocked(journal.KindResumed, journal.Resumed{Reason: "check done"}); err != nil {
 		t.Error(err)
 	}

@@ -8,7 +8,6 @@ import (
 
 // Files and folders of an agent's folder DATA/agents/<agentID>/.
 const (
-	agentMetaFile = "agent.json"     // name and whether the operator wants it running
 	capsuleDir    = "capsule"        // the capsule folder, while this node holds the agent
 	workDir       = "work"           // the materialized workspace the runner changes
 	casDir        = "cas"            // pre-copied blobs (content-addressed, harmless)

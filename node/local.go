@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
@@ -108,7 +109,7 @@ func (n *Node) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (api
 	id := uid.String()
 	a := n.newTenant(id)
 	a.holder = transfer.NewTarget(id, string(n.id))
-	a.meta = agentMeta{Name: req.Name, Run: !req.Stopped}
+	a.meta = record.Meta{Name: req.Name, Run: !req.Stopped}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.create(req.From, req.Model); err != nil {

@@ -3,8 +3,8 @@
 // sans-IO machines of package transfer over mutual TLS with pinned node IDs.
 //
 // A node's identity is an ed25519 key created on first start
-// (DATA/node.key, mode 0600); its ID is derived from the public key (see
-// ID). The CLI talks to the node through the local API on a unix socket
+// (DATA/node.key, mode 0600); its ID is derived from the public key
+// (package node/ident). The CLI talks to the node through the local API on a unix socket
 // (DATA/node.sock, mode 0600); nodes talk through the peer API, where both
 // ends present self-signed certificates and each checks the other's derived
 // ID during the handshake.
@@ -47,7 +47,11 @@
 //
 // Where things are. Files are named for the role they serve, and read
 // top-down: no file refers to one above it (the type-checked graph of the
-// package's files has no cycle). At the bottom, state.go declares what the
+// package's files has no cycle). Below the package sit node/ident (the
+// node's key, ID and certificate), node/record (the signed record logs
+// holder.jsonl and source.jsonl, and agent.json), node/agentlog (an
+// agent's journal as the node writes it, its checked open and its
+// attachment index) and node/store; none of them imports node. At the bottom of node, state.go declares what the
 // Node and each tenant hold and the order their locks are taken, layout.go
 // the names in an agent's folder, node_env.go the Node helpers tenants
 // use. The roles still share package node, so one role's file may call
@@ -55,13 +59,13 @@
 // cache, for instance):
 //
 //   - The daemon: node.go (New, start and stop), config.go, local.go (the
-//     local API's handlers), peers.go, peerclient.go, peerconn.go, key.go,
-//     tls.go, secrets.go, metrics.go, report.go, capsule.go, render.go.
+//     local API's handlers), peers.go, peerclient.go, peerconn.go,
+//     ident.go (the API's names of node/ident), tls.go, secrets.go,
+//     metrics.go, report.go, capsule.go, render.go.
 //   - Hosting one agent (tenant*.go): the tenant's folder, records and
 //     loading (tenant.go), lifecycle and runner loop (tenant_run.go,
-//     tenant_runner.go), status (tenant_status.go), holder record logs
-//     (tenant_holder.go), journal (tenant_journal.go, tenant_attach.go),
-//     workspace record (tenant_record.go), recovery at start
+//     tenant_runner.go), status (tenant_status.go), workspace
+//     record (tenant_record.go), recovery at start
 //     (tenant_recover.go), removal and peer use.
 //   - The source side of a move (source_*.go), state tenant.src
 //     (sourceSide, source_run.go): the driver (source_move.go), freeze and

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -45,7 +46,7 @@ func (t loggedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // file it is rewritten through.
 func isSourceLog(path string) bool {
 	base := filepath.Base(path)
-	return base == SourceFile || strings.HasPrefix(base, vfs.TempPrefix+SourceFile)
+	return base == record.SourceFile || strings.HasPrefix(base, vfs.TempPrefix+record.SourceFile)
 }
 
 // TestSourcePersistBeforeSend fails the write, then the fsync, of each

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -60,7 +61,7 @@ func TestRemoveRetiredCopy(t *testing.T) {
 		t.Fatalf("rm of the retired copy: %v", err)
 	}
 	dir := filepath.Join(a.cfg.Dir, "agents", id)
-	if diff := cmp.Diff([]string{agentMetaFile, HolderFile, SourceFile}, entriesOf(t, dir)); diff != "" {
+	if diff := cmp.Diff([]string{record.MetaFile, record.HolderFile, record.SourceFile}, entriesOf(t, dir)); diff != "" {
 		t.Errorf("left in the agent's folder after rm (-want +got):\n%s", diff)
 	}
 	list, err := a.Agents(ctx)

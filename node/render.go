@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/render"
 	"github.com/agentcapsule/capsule/render/wire"
 )
@@ -147,7 +148,7 @@ type journalKey struct {
 	digest string
 }
 
-func keyOfLog(l *eventLog) journalKey {
+func keyOfLog(l *agentlog.Log) journalKey {
 	s := l.Summary()
 	return journalKey{events: s.Events, bytes: s.Bytes, digest: string(s.Digest)}
 }

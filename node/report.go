@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -45,7 +46,7 @@ func (n *Node) Report(id string, tail int) (AgentReport, error) {
 	defer a.stepMu.Unlock()
 	r := AgentReport{Agent: id, Capsule: a.capsule(), EventsByMachine: map[string]int{}}
 	r.Problems = verifyCapsule(n.fsys, a.capsule())
-	events, _, err := readJournal(n.fsys, filepath.Join(a.capsule(), journalInCap))
+	events, _, err := agentlog.Read(n.fsys, filepath.Join(a.capsule(), journalInCap))
 	if err != nil {
 		return r, err
 	}

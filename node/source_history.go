@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/transfer"
 )
 
@@ -43,12 +44,12 @@ func mayReplay(st transfer.SourceState, t *transfer.Target) bool {
 // recoverSource rebuilds the agent's latest move from source.json, if any,
 // and returns the Ready the host must execute now.
 func (a *tenant) recoverSource() (transfer.Ready, bool, error) {
-	rec, err := loadRecord(a.n.fsys, a.path(SourceFile), a.n.id, a.id)
+	rec, err := record.Load(a.n.fsys, a.path(record.SourceFile), a.n.id, a.id)
 	var st *transfer.SourceState
 	switch {
 	case err == nil:
 		st = rec.Record.Source
-	case !errors.Is(err, ErrNoHolder):
+	case !errors.Is(err, record.ErrNoHolder):
 		return transfer.Ready{}, false, err
 	}
 	if err := a.checkCapsule(st); err != nil {
@@ -97,7 +98,7 @@ func (a *tenant) checkCapsule(st *transfer.SourceState) error {
 	case err != nil && h > 0:
 		return nil // the journal check refuses it as the node opens it
 	case err != nil:
-		return fmt.Errorf("%w: %s does not hold the agent and the capsule folder's manifest does not read (%v): it may be newer than the records", ErrRecordBehind, a.path(HolderFile), err)
+		return fmt.Errorf("%w: %s does not hold the agent and the capsule folder's manifest does not read (%v): it may be newer than the records", ErrRecordBehind, a.path(record.HolderFile), err)
 	}
 	seen := m.Holder.Epoch
 	for _, head := range m.Journal.Heads {
@@ -105,9 +106,9 @@ func (a *tenant) checkCapsule(st *transfer.SourceState) error {
 	}
 	switch {
 	case h > 0 && seen > h:
-		return fmt.Errorf("%w: %s holds the agent at epoch %d, the capsule was committed under epoch %d", ErrRecordBehind, a.path(HolderFile), h, seen)
+		return fmt.Errorf("%w: %s holds the agent at epoch %d, the capsule was committed under epoch %d", ErrRecordBehind, a.path(record.HolderFile), h, seen)
 	case h == 0 && (st == nil || st.Phase != transfer.RecRetired || seen > st.Holder):
-		return fmt.Errorf("%w: %s does not hold the agent (highest epoch %d), but the capsule folder is there, committed under epoch %d, and no move of this node retired it", ErrRecordBehind, a.path(HolderFile), a.holder.MaxEpoch(), seen)
+		return fmt.Errorf("%w: %s does not hold the agent (highest epoch %d), but the capsule folder is there, committed under epoch %d, and no move of this node retired it", ErrRecordBehind, a.path(record.HolderFile), a.holder.MaxEpoch(), seen)
 	}
 	return nil
 }

@@ -1,15 +1,13 @@
 package node
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"path/filepath"
 
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
-	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -28,7 +26,7 @@ func (a *tenant) inventoryLocked(mr *moveRun) (transfer.Inventory, error) {
 	}
 	md := digest.FromBytes(mb)
 	sum := a.log.Summary()
-	inv := transfer.Inventory{Manifest: md, Journal: posOfSummary(sum)}
+	inv := transfer.Inventory{Manifest: md, Journal: agentlog.PosOfSummary(sum)}
 	src := blobSources{paths: map[digest.Digest]string{}}
 	src.add(&inv, md, int64(len(mb)), filepath.Join(capDir, manifest.FileName))
 	for _, f := range m.Files {
@@ -99,7 +97,7 @@ func (a *tenant) frozenInventory(mr *moveRun) (transfer.Inventory, error) {
 		return transfer.Inventory{}, err
 	}
 	src := blobSources{mem: map[digest.Digest][]byte{digest.FromBytes(mb): mb, digest.FromBytes(sb): sb}, paths: map[digest.Digest]string{}}
-	inv := transfer.Inventory{Manifest: digest.FromBytes(mb), Journal: posOfSummary(sum)}
+	inv := transfer.Inventory{Manifest: digest.FromBytes(mb), Journal: agentlog.PosOfSummary(sum)}
 	src.add(&inv, digest.FromBytes(mb), int64(len(mb)), "")
 	for _, f := range m.Files {
 		src.add(&inv, f.Digest, f.Size, filepath.Join(capDir, filepath.FromSlash(f.Path)))
@@ -130,33 +128,8 @@ func (a *tenant) frozenInventory(mr *moveRun) (transfer.Inventory, error) {
 // reading only what was appended since the last call. Caller holds a.mu,
 // and the journal is open (a.log).
 func (a *tenant) journalAttachments() ([]transfer.Blob, error) {
-	end := a.log.Summary().Bytes
-	x := &a.attach
-	if end < x.bytes { // another journal (the agent came back): start over
-		*x = attachIndex{}
+	if err := a.attach.Scan(a.n.fsys, filepath.Join(a.capsule(), journalInCap), a.log.Summary().Bytes); err != nil {
+		return nil, err
 	}
-	if end > x.bytes {
-		f, err := a.n.fsys.Open(filepath.Join(a.capsule(), journalInCap))
-		if err != nil {
-			return nil, fmt.Errorf("journal attachments: %w", err)
-		}
-		defer f.Close()
-		// Only lines that mention attachments are parsed.
-		sc := bufio.NewScanner(io.NewSectionReader(f, x.bytes, end-x.bytes))
-		sc.Buffer(make([]byte, 64<<10), journal.MaxLine+1)
-		for sc.Scan() {
-			id, as, err := journal.LineAttachments(sc.Bytes())
-			if err == nil {
-				err = x.note(id, as)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("journal attachments: %w", err)
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("journal attachments: %w", err)
-		}
-		x.bytes = end
-	}
-	return x.list(), nil
+	return a.attach.List(), nil
 }

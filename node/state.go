@@ -11,6 +11,8 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
+	"github.com/agentcapsule/capsule/node/agentlog"
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
@@ -65,17 +67,6 @@ type nodeHooks struct {
 	render renderFunc
 }
 
-// agentMeta is DATA/agents/<id>/agent.json.
-type agentMeta struct {
-	Name string `json:"name,omitempty"`
-	Run  bool   `json:"run"` // the operator wants it running (start/stop)
-	// Removed is set by `capsule agent rm`: the operator removed the copy
-	// while the node had seen epochs up to RemovedAt. The agent is listed
-	// again once the node sees a newer epoch (a move brings it back).
-	Removed   bool   `json:"removed,omitempty"`
-	RemovedAt uint64 `json:"removed_at,omitempty"`
-}
-
 // tenant is the node's record of one agent it knows: held and maybe
 // running, or known only as a target (epochs seen, an incoming move), or
 // retired. (The word "agent" names what users know, and package agent the
@@ -98,18 +89,18 @@ type tenant struct {
 	// unless they say otherwise.
 	mu          sync.Mutex
 	holder      *transfer.Target // the holder record (holder.jsonl): epochs seen, held or not
-	meta        agentMeta
-	log         *eventLog       // open while this node holds the agent
-	run         *runLoop        // non-nil while the runner runs
-	blocked     error           // why the agent may not run here (fail closed)
-	metaRefused error           // agent.json is a version this release does not read: never written over
-	lastErr     atomic.Value    // string: the runner's last error (no lock)
-	cache       store.StatCache // the workspace's stat cache (own lock)
-	attach      attachIndex     // attachments of the journal
-	wire        wireState       // delta bases, for both sides of a move (own lock; delta.go)
-	peer        peerUse         // peer requests in flight (peeragent.go); guarded by Node.mu
-	src         *sourceSide     // never nil
-	tgt         *targetSide     // never nil
+	meta        record.Meta
+	log         *agentlog.Log        // open while this node holds the agent
+	run         *runLoop             // non-nil while the runner runs
+	blocked     error                // why the agent may not run here (fail closed)
+	metaRefused error                // agent.json is a version this release does not read: never written over
+	lastErr     atomic.Value         // string: the runner's last error (no lock)
+	cache       store.StatCache      // the workspace's stat cache (own lock)
+	attach      agentlog.Attachments // attachments of the journal
+	wire        wireState            // delta bases, for both sides of a move (own lock; delta.go)
+	peer        peerUse              // peer requests in flight (peeragent.go); guarded by Node.mu
+	src         *sourceSide          // never nil
+	tgt         *targetSide          // never nil
 
 	// stepMu is held for the whole of each runner step; taking it waits for
 	// a step boundary.

@@ -13,6 +13,7 @@ import (
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/google/go-cmp/cmp"
 )
@@ -185,7 +186,7 @@ func TestDamagedHolderRecordBlocksAndKeepsAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	agentDir := filepath.Join(dirs[0], "agents", id)
-	holder := filepath.Join(agentDir, HolderFile)
+	holder := filepath.Join(agentDir, record.HolderFile)
 	data, err := os.ReadFile(holder)
 	if err != nil {
 		t.Fatal(err)

@@ -2,11 +2,9 @@ package node
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
 	"github.com/google/go-cmp/cmp"
 )
@@ -65,57 +63,6 @@ func TestPeersRefuseBadEntries(t *testing.T) {
 		if err := p.Add(peer); err == nil {
 			t.Errorf("Add(%+v) succeeded", peer)
 		}
-	}
-}
-
-func TestHolderRecordSignedAndFailsClosed(t *testing.T) {
-	k, other := mustKey(t, 1), mustKey(t, 2)
-	path := filepath.Join("/data", HolderFile)
-	adopt := func(k *Key, agent string, epoch uint64) SignedRecord {
-		tg := transfer.NewTarget(agent, string(k.ID()))
-		rd := tg.Step(transfer.Input{Kind: transfer.InAdopt, Epoch: epoch})
-		return Sign(k, rd.Records[0])
-	}
-	rec := adopt(k, "01AGENT", 3)
-	fsys := memData(t)
-	if err := saveRecord(fsys, path, rec); err != nil {
-		t.Fatal(err)
-	}
-	tg, err := LoadTarget(fsys, path, k.ID(), "01AGENT")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tg.Holder() != 3 || tg.MaxEpoch() != 3 {
-		t.Errorf("loaded target holder=%d max=%d, want 3 and 3", tg.Holder(), tg.MaxEpoch())
-	}
-
-	tampered := adopt(k, "01AGENT", 3)
-	tampered.Epoch, tampered.Record.Target.Holder = 4, 4
-	forged := adopt(other, "01AGENT", 9)
-	cases := []struct {
-		name  string
-		write *SignedRecord
-		agent string
-		want  error
-	}{
-		{"missing", nil, "01AGENT", ErrNoHolder},
-		{"tampered epoch", &tampered, "01AGENT", ErrHolderInvalid},
-		{"another node's record", &forged, "01AGENT", ErrHolderInvalid},
-		{"record for another agent", &rec, "01OTHER", ErrHolderInvalid},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			fsys := memData(t)
-			if c.write != nil {
-				if err := saveRecord(fsys, path, *c.write); err != nil {
-					t.Fatal(err)
-				}
-			}
-			_, err := LoadTarget(fsys, path, k.ID(), c.agent)
-			if !errors.Is(err, c.want) {
-				t.Fatalf("LoadTarget = %v, want %v", err, c.want)
-			}
-		})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
@@ -181,20 +182,20 @@ func (a *tenant) incomingAttachments(n int) ([]transfer.Blob, error) {
 	}
 	n = min(n, len(l.events))
 	x := &a.tgt.att
-	if x.events > n { // the copy was cut back, or this is an older head
-		y, err := attachmentsOf(l.events[:n])
+	if x.Events() > n { // the copy was cut back, or this is an older head
+		y, err := agentlog.AttachmentsOf(l.events[:n])
 		if err != nil {
 			return nil, err
 		}
 		if n == len(l.events) {
 			*x = *y
 		}
-		return y.list(), nil
+		return y.List(), nil
 	}
-	if err := x.add(l.events[x.events:n]); err != nil {
+	if err := x.Add(l.events[x.Events():n]); err != nil {
 		return nil, err
 	}
-	return x.list(), nil
+	return x.List(), nil
 }
 
 // parseSnapshot parses b, which the caller checked hashes to d, or

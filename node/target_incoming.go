@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -36,11 +37,11 @@ func (a *tenant) openIncoming() (*incomingLog, error) {
 		return nil, err
 	}
 	path := a.path(incomingFile)
-	log, err := openEventLog(a.n.fsys, path, string(a.n.id), 0, 0)
+	log, err := agentlog.Open(a.n.fsys, path, string(a.n.id), 0, 0)
 	if err != nil {
 		return nil, err
 	}
-	events, _, err := readJournal(a.n.fsys, path)
+	events, _, err := agentlog.Read(a.n.fsys, path)
 	if err == nil && int64(len(events)) != log.Summary().Events {
 		err = fmt.Errorf("journal copy: %d events decoded, the log holds %d", len(events), log.Summary().Events)
 	}
@@ -58,7 +59,7 @@ func (a *tenant) dropIncoming() {
 		_ = a.tgt.inc.log.Close()
 		a.tgt.inc = nil
 	}
-	a.tgt.att = attachIndex{} // the next copy is indexed afresh
+	a.tgt.att = agentlog.Attachments{} // the next copy is indexed afresh
 }
 
 // incomingPos is the position of the journal copy this node holds for an

@@ -9,6 +9,7 @@ import (
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/transfer"
 )
 
@@ -54,7 +55,7 @@ func (a *tenant) noteIntent(m transfer.Message) error {
 	if m.Type != transfer.MsgActivate || p == nil || p.Move != m.Move || p.Epoch != m.Epoch || p.Phase != transfer.PhasePrepared {
 		return nil
 	}
-	if a.meta.Run == !m.Stopped && exists(a.n.fsys, a.path(agentMetaFile)) {
+	if a.meta.Run == !m.Stopped && exists(a.n.fsys, a.path(record.MetaFile)) {
 		return nil
 	}
 	a.meta.Run = !m.Stopped

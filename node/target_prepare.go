@@ -6,6 +6,8 @@ import (
 
 	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/agentlog"
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/transfer"
@@ -38,7 +40,7 @@ func (a *tenant) prepare(act transfer.Action) []string {
 	go func() {
 		var err error
 		if in.log == nil { // the journal copy is normally staged open
-			in.log, err = openEventLog(a.n.fsys, filepath.Join(in.capsule(), filepath.FromSlash(manifest.JournalPath)), string(a.n.id), act.Epoch, in.m.Journal.Bytes)
+			in.log, err = agentlog.Open(a.n.fsys, filepath.Join(in.capsule(), filepath.FromSlash(manifest.JournalPath)), string(a.n.id), act.Epoch, in.m.Journal.Bytes)
 		}
 		opened <- err
 	}()
@@ -66,18 +68,18 @@ func (a *tenant) prepare(act transfer.Action) []string {
 // the intent the prepare carried). It grants nothing by itself: only a
 // holder record lets a node run an agent.
 func (a *tenant) noteMeta(in *inMove, run bool) error {
-	meta := agentMeta{Name: in.m.Agent.Name, Run: run}
-	if meta == a.meta && exists(a.n.fsys, a.path(agentMetaFile)) {
+	meta := record.Meta{Name: in.m.Agent.Name, Run: run}
+	if meta == a.meta && exists(a.n.fsys, a.path(record.MetaFile)) {
 		return nil
 	}
 	if a.metaRefused != nil {
 		return a.metaRefused
 	}
-	b, err := encodeMeta(meta)
+	b, err := record.EncodeMeta(meta)
 	if err != nil {
 		return err
 	}
-	if err := in.batch.WriteAtomic(a.n.fsys, a.path(agentMetaFile), b, 0o600); err != nil {
+	if err := in.batch.WriteAtomic(a.n.fsys, a.path(record.MetaFile), b, 0o600); err != nil {
 		return err
 	}
 	a.meta = meta

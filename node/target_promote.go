@@ -9,6 +9,9 @@ import (
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/journal/logfile"
+	"github.com/agentcapsule/capsule/node/agentlog"
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
@@ -48,9 +51,9 @@ func (a *tenant) promote(act transfer.Action) error {
 	}
 	a.dropIncoming()
 	a.cache.Forget()
-	a.attach = attachIndex{} // a new journal file: indexed afresh
+	a.attach = agentlog.Attachments{} // a new journal file: indexed afresh
 	source := ""
-	var staged *eventLog
+	var staged *agentlog.Log
 	var snap *capsule.Snapshot
 	if a.tgt.in != nil && a.tgt.in.move == act.Move {
 		source, staged, snap = a.tgt.in.source, a.tgt.in.log, a.tgt.in.snap
@@ -73,8 +76,8 @@ func (a *tenant) promote(act transfer.Action) error {
 
 // saveMetaIfChanged writes agent.json unless it already says a.meta.
 func (a *tenant) saveMetaIfChanged() error {
-	if b, err := vfs.ReadFile(a.n.fsys, a.path(agentMetaFile)); err == nil {
-		if disk, err := decodeMeta(b); err == nil && disk == a.meta {
+	if b, err := vfs.ReadFile(a.n.fsys, a.path(record.MetaFile)); err == nil {
+		if disk, err := record.DecodeMeta(b); err == nil && disk == a.meta {
 			return nil
 		}
 	}
@@ -192,9 +195,13 @@ func (a *tenant) rehashLater(dir string, files []store.WalkedFile, at time.Time)
 // of the journal's last event (read only when the move's bookkeeping was
 // lost to a restart).
 func (a *tenant) lastMoveSource() string {
-	events, _, err := readJournal(a.n.fsys, filepath.Join(a.capsule(), journalInCap))
-	if err != nil || len(events) == 0 {
+	var last string
+	_, err := logfile.Each(a.n.fsys, filepath.Join(a.capsule(), journalInCap), func(e *journal.Event, _ journal.Pos) error {
+		last = e.Machine
+		return nil
+	})
+	if err != nil {
 		return ""
 	}
-	return events[len(events)-1].Machine
+	return last
 }

@@ -6,7 +6,10 @@ import (
 	"path/filepath"
 
 	"github.com/agentcapsule/capsule/digest"
+	"github.com/agentcapsule/capsule/journal"
+	"github.com/agentcapsule/capsule/journal/logfile"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -37,7 +40,7 @@ func (a *tenant) discard(move string) error {
 // the rest is removed.
 func (a *tenant) toCache(events int64, fw *frozenWork) error {
 	a.cache.Forget()
-	a.attach = attachIndex{}
+	a.attach = agentlog.Attachments{}
 	_ = a.n.fsys.Remove(a.path(statCacheFile)) // it described the workspace that leaves
 	if err := a.reclaim(a.capsule(), events); err != nil {
 		return err
@@ -115,9 +118,9 @@ func (a *tenant) reclaimBlobs(bdir string) error {
 }
 
 func journalCount(fsys vfs.FS, path string) uint64 {
-	events, _, err := readJournal(fsys, path)
-	if err != nil {
+	var n uint64
+	if _, err := logfile.Each(fsys, path, func(*journal.Event, journal.Pos) error { n++; return nil }); err != nil {
 		return 0
 	}
-	return uint64(len(events))
+	return n
 }

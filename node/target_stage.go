@@ -7,6 +7,7 @@ import (
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
@@ -189,7 +190,7 @@ func (a *tenant) stageJournal(in *inMove, want transfer.JournalPos) error {
 	if err := a.n.fsys.Rename(a.path(incomingFile), dst); err != nil {
 		return err
 	}
-	a.tgt.att = attachIndex{} // the copy is gone: the next one is indexed afresh
+	a.tgt.att = agentlog.Attachments{} // the copy is gone: the next one is indexed afresh
 	in.batch.Dir(a.dir)
 	in.batch.Created(dst)
 	in.events, in.log = l.events, l.log

@@ -12,6 +12,7 @@ import (
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/transfer"
@@ -22,13 +23,13 @@ import (
 // the caches of what earlier moves brought (incoming.go, staging.go,
 // shadow.go, target.go). Guarded by tenant.mu.
 type targetSide struct {
-	inc     *incomingLog // the journal copy, in memory
-	in      *inMove      // the incoming move being staged
-	shadow  *shadowMem   // shadow.json and its snapshot, in memory
-	ahead   *aheadRender // the journal copy's render, started ahead of the prepare
-	snaps   snapMemo     // the snapshot.json parsed last
-	snapPre snapAhead    // a snapshot.json of a push being parsed in the background (own lock)
-	att     attachIndex  // attachments of the journal copy
+	inc     *incomingLog         // the journal copy, in memory
+	in      *inMove              // the incoming move being staged
+	shadow  *shadowMem           // shadow.json and its snapshot, in memory
+	ahead   *aheadRender         // the journal copy's render, started ahead of the prepare
+	snaps   snapMemo             // the snapshot.json parsed last
+	snapPre snapAhead            // a snapshot.json of a push being parsed in the background (own lock)
+	att     agentlog.Attachments // attachments of the journal copy
 }
 
 // snapMemo is the snapshot.json this node parsed last for the agent: an
@@ -110,11 +111,11 @@ type shadowMem struct {
 // journal, the open log goes with the file and becomes the agent's
 // journal when the move activates.
 type incomingLog struct {
-	log    *eventLog
+	log    *agentlog.Log
 	events []journal.Event
 }
 
-func (l *incomingLog) pos() transfer.JournalPos { return posOf(l.events) }
+func (l *incomingLog) pos() transfer.JournalPos { return agentlog.PosOf(l.events) }
 
 // inMove is the work of the incoming move being staged: what stage found
 // and prepare needs, and the writes not yet durable.
@@ -134,8 +135,8 @@ type inMove struct {
 	attach     []transfer.Blob // blobs the staged journal's attachments name
 	batch      store.Batch
 	render     *api.RenderReport
-	rendered   chan error // the render's outcome, once it is done
-	log        *eventLog  // the staged journal, open
+	rendered   chan error    // the render's outcome, once it is done
+	log        *agentlog.Log // the staged journal, open
 }
 
 // startRender renders the staged journal in the background: it is CPU

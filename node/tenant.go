@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
@@ -38,11 +39,11 @@ func (a *tenant) persist(recs []transfer.Record) error {
 		return fmt.Errorf("persist: %w", err)
 	}
 	for _, rec := range recs {
-		name := SourceFile
+		name := record.SourceFile
 		if rec.Target != nil {
-			name = HolderFile
+			name = record.HolderFile
 		}
-		if err := saveRecord(a.n.fsys, a.path(name), Sign(a.n.key, rec)); err != nil {
+		if err := record.Save(a.n.fsys, a.path(name), record.Sign(a.n.key, rec)); err != nil {
 			return err
 		}
 	}
@@ -56,11 +57,11 @@ func (a *tenant) saveMeta() error {
 	if a.metaRefused != nil {
 		return a.metaRefused
 	}
-	b, err := encodeMeta(a.meta)
+	b, err := record.EncodeMeta(a.meta)
 	if err != nil {
 		return err
 	}
-	return vfs.WriteFile(a.n.fsys, a.path(agentMetaFile), b, 0o600)
+	return vfs.WriteFile(a.n.fsys, a.path(record.MetaFile), b, 0o600)
 }
 
 // stepTarget feeds in to the agent's Target and persists its records. On a
@@ -83,16 +84,16 @@ func (n *Node) loadTenant(id string) *tenant {
 	a := n.newTenant(id)
 	// Unsynced blobs of a process that stopped: a crash may have torn them.
 	_ = n.fsys.RemoveAll(a.path(freshDir))
-	if b, err := vfs.ReadFile(n.fsys, a.path(agentMetaFile)); err == nil {
-		a.meta, a.metaRefused = decodeMeta(b)
+	if b, err := vfs.ReadFile(n.fsys, a.path(record.MetaFile)); err == nil {
+		a.meta, a.metaRefused = record.DecodeMeta(b)
 	}
 	defer func() {
 		if a.metaRefused != nil && a.blocked == nil {
 			a.blocked = a.metaRefused // fail closed: its intent is unknown
 		}
 	}()
-	t, err := LoadTarget(n.fsys, a.path(HolderFile), n.id, id)
-	if errors.Is(err, ErrNoHolder) && !exists(n.fsys, a.capsule()) {
+	t, err := record.LoadTarget(n.fsys, a.path(record.HolderFile), n.id, id)
+	if errors.Is(err, record.ErrNoHolder) && !exists(n.fsys, a.capsule()) {
 		// Only pre-copied blobs arrived: no promise was ever made for this
 		// agent, so there is nothing to fence and nothing to run.
 		a.holder = transfer.NewTarget(id, string(n.id))

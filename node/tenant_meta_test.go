@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/schema"
 )
 
@@ -17,7 +18,7 @@ func TestAgentMetaNamesItsVersion(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "a")
 	n := newNode(t, dir, nodeOpts{})
 	id := createAgent(t, n, "")
-	b, err := os.ReadFile(filepath.Join(dir, "agents", id, agentMetaFile))
+	b, err := os.ReadFile(filepath.Join(dir, "agents", id, record.MetaFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,8 +27,8 @@ func TestAgentMetaNamesItsVersion(t *testing.T) {
 			t.Errorf("agent.json %s lacks %s", b, want)
 		}
 	}
-	old, err := decodeMeta([]byte("{\n  \"name\": \"x\",\n  \"run\": true\n}\n"))
-	if err != nil || old != (agentMeta{Name: "x", Run: true}) {
+	old, err := record.DecodeMeta([]byte("{\n  \"name\": \"x\",\n  \"run\": true\n}\n"))
+	if err != nil || old != (record.Meta{Name: "x", Run: true}) {
 		t.Errorf("0.1.0's agent.json: %+v, %v", old, err)
 	}
 }
@@ -44,7 +45,7 @@ func TestAgentMetaNewerVersionBlocks(t *testing.T) {
 	if err := n.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	meta := filepath.Join(dir, "agents", id, agentMetaFile)
+	meta := filepath.Join(dir, "agents", id, record.MetaFile)
 	future := []byte(`{"v": 2, "release": "0.9.0", "name": "x", "run": true, "budget": {"usd": 5}}` + "\n")
 	if err := os.WriteFile(meta, future, 0o600); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package node
 
 import (
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/transfer"
 )
 
@@ -39,7 +40,7 @@ func (n *Node) releasePeer(a *tenant, refused bool) {
 		return
 	}
 	u.provisional = false
-	if exists(n.fsys, a.path(HolderFile)) || exists(n.fsys, a.path(SourceFile)) {
+	if exists(n.fsys, a.path(record.HolderFile)) || exists(n.fsys, a.path(record.SourceFile)) {
 		return
 	}
 	delete(n.tenants, a.id)

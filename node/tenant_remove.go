@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/node/agentlog"
+	"github.com/agentcapsule/capsule/node/record"
 )
 
 // RemoveAgent implements api.LocalService: `capsule agent rm` removes a
@@ -57,12 +59,12 @@ func (a *tenant) whyNotRemovable() string {
 // agent.json, which records the removal, and forgets what the caches held
 // in memory. Caller holds a.mu.
 func (a *tenant) removeCopy() error {
-	keep := map[string]bool{HolderFile: true, SourceFile: true, agentMetaFile: true,
-		legacyPath(HolderFile): true, legacyPath(SourceFile): true}
+	keep := map[string]bool{record.HolderFile: true, record.SourceFile: true, record.MetaFile: true,
+		record.LegacyPath(record.HolderFile): true, record.LegacyPath(record.SourceFile): true}
 	a.dropIncoming()
 	a.dropShadow()
 	a.cache.Forget()
-	a.attach, a.tgt.snaps, a.tgt.ahead = attachIndex{}, snapMemo{}, nil
+	a.attach, a.tgt.snaps, a.tgt.ahead = agentlog.Attachments{}, snapMemo{}, nil
 	if a.log != nil {
 		_ = a.log.Close()
 		a.log = nil

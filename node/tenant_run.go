@@ -3,11 +3,11 @@ package node
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
+	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/transfer"
 )
 
@@ -80,19 +80,15 @@ func (a *tenant) runLocked() error {
 }
 
 // openLog opens the journal for appending under epoch, or re-fences the
-// open one at epoch. A journal is opened only after its committed prefix
-// matches the manifest (checkJournal); one that holds an event under an
-// epoch above the holder's is refused.
+// open one at epoch. A journal is opened only if its committed prefix
+// matches the manifest (openCheckedLog, one streaming pass); one that
+// holds an event under an epoch above the holder's is refused.
 func (a *tenant) openLog(epoch uint64) error {
 	if a.log != nil {
 		a.log.Fence(epoch)
 		return nil
 	}
-	m, err := checkJournal(a.n.fsys, a.capsule())
-	if err != nil {
-		return err
-	}
-	l, err := openEventLog(a.n.fsys, filepath.Join(a.capsule(), journalInCap), string(a.n.id), epoch, m.Journal.Bytes)
+	l, err := agentlog.OpenChecked(a.n.fsys, a.capsule(), string(a.n.id), epoch)
 	if err != nil {
 		return err
 	}

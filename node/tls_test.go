@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -118,3 +119,6 @@ func TestPeerIDNeedsEd25519SelfSigned(t *testing.T) {
 		t.Errorf("PeerID(nil) = %v", err)
 	}
 }
+
+// fixedEntropy makes key generation deterministic in tests.
+func fixedEntropy(b byte) *bytes.Reader { return bytes.NewReader(bytes.Repeat([]byte{b}, 64)) }

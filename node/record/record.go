@@ -1,4 +1,4 @@
-package node
+package record
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentcapsule/capsule/node/ident"
 	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
@@ -23,7 +24,7 @@ import (
 // only the newest counts. A record is appended and the file synced, one
 // fsync where a replaced file costs two (the file, then its directory),
 // and most records are written while an agent is frozen. A log that grew
-// past maxRecordLog, that does not exist yet, or whose last line was cut
+// past MaxLog, that does not exist yet, or whose last line was cut
 // by a crash is rewritten whole instead, atomically.
 const (
 	// HolderFile holds the records of the agent's transfer.Target on this
@@ -41,13 +42,13 @@ const (
 // beside it does not exist, and removes it once the log does.
 const legacySuffix = ".json"
 
-func legacyPath(logPath string) string {
+func LegacyPath(logPath string) string {
 	return strings.TrimSuffix(logPath, filepath.Ext(logPath)) + legacySuffix
 }
 
-// maxRecordLog is the size past which a record log is rewritten with its
+// MaxLog is the size past which a record log is rewritten with its
 // newest record alone (about 64 records).
-const maxRecordLog = 64 << 10
+const MaxLog = 64 << 10
 
 // maxRecordFile bounds what is read of a record log or legacy file.
 const maxRecordFile = 4 << 20
@@ -59,23 +60,23 @@ var (
 	ErrHolderInvalid = errors.New("node: holder record invalid")
 )
 
-// SignedRecord is a transfer.Record made durable by a node: it names the
+// Signed is a transfer.Record made durable by a node: it names the
 // agent (the one identifier used everywhere), the node and, for a target
 // record, the holder epoch it grants (0: none). It is signed with the node
 // key over its JSON encoding without Sig, so a record copied to another
 // node, or edited, does not verify.
-type SignedRecord struct {
+type Signed struct {
 	V       int             `json:"v"`       // schema.Coordination version
 	Release string          `json:"release"` // release that wrote it
 	Agent   string          `json:"agent"`
-	Node    ID              `json:"node"`
+	Node    ident.ID        `json:"node"`
 	Epoch   uint64          `json:"epoch"` // holder epoch granted (target records)
 	Record  transfer.Record `json:"record"`
 	Key     string          `json:"key"`           // base64 ed25519 public key of Node
 	Sig     string          `json:"sig,omitempty"` // base64 ed25519 signature
 }
 
-func (r SignedRecord) signedBytes() []byte {
+func (r Signed) signedBytes() []byte {
 	r.Sig = ""
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -84,9 +85,9 @@ func (r SignedRecord) signedBytes() []byte {
 	return b
 }
 
-// Sign wraps rec in a SignedRecord signed by k.
-func Sign(k *Key, rec transfer.Record) SignedRecord {
-	r := SignedRecord{V: schema.Current[schema.Coordination], Release: schema.Release, Agent: rec.Agent,
+// Sign wraps rec in a Signed signed by k.
+func Sign(k *ident.Key, rec transfer.Record) Signed {
+	r := Signed{V: schema.Current[schema.Coordination], Release: schema.Release, Agent: rec.Agent,
 		Node: k.ID(), Record: rec, Key: base64.StdEncoding.EncodeToString(k.Public())}
 	if rec.Target != nil {
 		r.Epoch = rec.Target.Holder
@@ -98,7 +99,7 @@ func Sign(k *Key, rec transfer.Record) SignedRecord {
 // Verify checks that r is readable by this release, signed by the key it
 // names, that the key derives r.Node, and that the envelope agrees with the
 // record it wraps.
-func (r SignedRecord) Verify() error {
+func (r Signed) Verify() error {
 	if !schema.CanRead(schema.Coordination, r.V) {
 		return fmt.Errorf("%w: coordination schema version %d not readable by release %s", ErrHolderInvalid, r.V, schema.Release)
 	}
@@ -106,7 +107,7 @@ func (r SignedRecord) Verify() error {
 	if err != nil || len(pub) != ed25519.PublicKeySize {
 		return fmt.Errorf("%w: bad key", ErrHolderInvalid)
 	}
-	if IDFromPublicKey(pub) != r.Node {
+	if ident.IDFromPublicKey(pub) != r.Node {
 		return fmt.Errorf("%w: key does not derive node %s", ErrHolderInvalid, r.Node)
 	}
 	sig, err := base64.StdEncoding.DecodeString(r.Sig)
@@ -122,12 +123,12 @@ func (r SignedRecord) Verify() error {
 	return nil
 }
 
-// saveRecord makes r durable as the newest record of the log at path:
+// Save makes r durable as the newest record of the log at path:
 // appended and synced, or the log rewritten atomically with r alone (see
 // HolderFile). When an append fails the log is cut back to where it
 // ended, so that the record the caller treats as not written is not read
 // back either.
-func saveRecord(fsys vfs.FS, path string, r SignedRecord) error {
+func Save(fsys vfs.FS, path string, r Signed) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -143,7 +144,7 @@ func saveRecord(fsys vfs.FS, path string, r SignedRecord) error {
 	if err := vfs.WriteFile(fsys, path, line, 0o600); err != nil {
 		return fmt.Errorf("save record: %w", err)
 	}
-	legacy := legacyPath(path)
+	legacy := LegacyPath(path)
 	if _, err := fsys.Lstat(legacy); err == nil {
 		if err := fsys.Remove(legacy); err != nil {
 			return fmt.Errorf("save record: %w", err)
@@ -172,7 +173,7 @@ func appendRecord(fsys vfs.FS, path string, line []byte) (bool, error) {
 		return false, err
 	}
 	end := fi.Size()
-	if end == 0 || end+int64(len(line)) > maxRecordLog {
+	if end == 0 || end+int64(len(line)) > MaxLog {
 		return false, nil
 	}
 	last := make([]byte, 1)
@@ -194,43 +195,43 @@ func appendRecord(fsys vfs.FS, path string, line []byte) (bool, error) {
 	return true, nil
 }
 
-// loadRecord reads the newest record of the log at path (or, where there
+// Load reads the newest record of the log at path (or, where there
 // is no log yet, the legacy file beside it), verifies it and checks that
 // self wrote it for agent. No log and no legacy file wraps ErrNoHolder;
 // anything else wrong wraps ErrHolderInvalid. A last line that a crash
 // cut short (no final newline) is not a record: the one before it is the
 // newest.
-func loadRecord(fsys vfs.FS, path string, self ID, agent string) (SignedRecord, error) {
+func Load(fsys vfs.FS, path string, self ident.ID, agent string) (Signed, error) {
 	b, err := readRecordFile(fsys, path)
 	name := path
 	if errors.Is(err, fs.ErrNotExist) {
-		name = legacyPath(path)
+		name = LegacyPath(path)
 		b, err = readRecordFile(fsys, name)
 	} else if err == nil {
 		end := bytes.LastIndexByte(b, '\n')
 		if end < 0 {
-			return SignedRecord{}, fmt.Errorf("%w: %s holds no whole record", ErrHolderInvalid, path)
+			return Signed{}, fmt.Errorf("%w: %s holds no whole record", ErrHolderInvalid, path)
 		}
 		b = b[bytes.LastIndexByte(b[:end], '\n')+1 : end]
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return SignedRecord{}, fmt.Errorf("%w: %s", ErrNoHolder, path)
+		return Signed{}, fmt.Errorf("%w: %s", ErrNoHolder, path)
 	}
 	if err != nil {
-		return SignedRecord{}, fmt.Errorf("load record: %w", err)
+		return Signed{}, fmt.Errorf("load record: %w", err)
 	}
-	var r SignedRecord
+	var r Signed
 	if err := json.Unmarshal(b, &r); err != nil {
-		return SignedRecord{}, fmt.Errorf("%w: %s: %v", ErrHolderInvalid, name, err)
+		return Signed{}, fmt.Errorf("%w: %s: %v", ErrHolderInvalid, name, err)
 	}
 	if err := r.Verify(); err != nil {
-		return SignedRecord{}, fmt.Errorf("%s: %w", name, err)
+		return Signed{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if r.Node != self {
-		return SignedRecord{}, fmt.Errorf("%w: %s was written by %s, this node is %s", ErrHolderInvalid, name, r.Node, self)
+		return Signed{}, fmt.Errorf("%w: %s was written by %s, this node is %s", ErrHolderInvalid, name, r.Node, self)
 	}
 	if r.Agent != agent {
-		return SignedRecord{}, fmt.Errorf("%w: %s names agent %s, expected %s", ErrHolderInvalid, name, r.Agent, agent)
+		return Signed{}, fmt.Errorf("%w: %s names agent %s, expected %s", ErrHolderInvalid, name, r.Agent, agent)
 	}
 	return r, nil
 }
@@ -251,8 +252,8 @@ func readRecordFile(fsys vfs.FS, path string) ([]byte, error) {
 // LoadTarget rebuilds the agent's transfer.Target from the holder record
 // at path. It fails closed: no record, a bad signature, another node's or
 // another agent's record are all errors.
-func LoadTarget(fsys vfs.FS, path string, self ID, agent string) (*transfer.Target, error) {
-	r, err := loadRecord(fsys, path, self, agent)
+func LoadTarget(fsys vfs.FS, path string, self ident.ID, agent string) (*transfer.Target, error) {
+	r, err := Load(fsys, path, self, agent)
 	if err != nil {
 		return nil, err
 	}

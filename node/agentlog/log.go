@@ -1,4 +1,4 @@
-package node
+package agentlog
 
 import (
 	"bytes"
@@ -12,29 +12,29 @@ import (
 	"github.com/agentcapsule/capsule/vfs"
 )
 
-// eventLog is an agent's journal as the node writes it: a logfile.Log
+// Log is an agent's journal as the node writes it: a logfile.Log
 // (durable, group-committed appends, fenced at the holder epoch, a torn
 // last line quarantined on open) written by this node's machine ID.
-type eventLog struct {
+type Log struct {
 	l       *logfile.Log
 	machine string
 }
 
-// openEventLog opens (creating if needed) the journal at path for machine,
+// Open opens (creating if needed) the journal at path for machine,
 // fenced at holder. committed is how many bytes a manifest committed.
-func openEventLog(fsys vfs.FS, path, machine string, holder uint64, committed int64) (*eventLog, error) {
+func Open(fsys vfs.FS, path, machine string, holder uint64, committed int64) (*Log, error) {
 	l, err := logfile.Open(logfile.Config{FS: fsys, Path: path, Epoch: holder, Committed: committed})
 	if err != nil {
 		return nil, err
 	}
-	return &eventLog{l: l, machine: machine}, nil
+	return &Log{l: l, machine: machine}, nil
 }
 
 // Quarantined reports torn lines the log set aside when it opened.
-func (e *eventLog) Quarantined() []logfile.Quarantine { return e.l.Quarantined() }
+func (e *Log) Quarantined() []logfile.Quarantine { return e.l.Quarantined() }
 
 // Append writes one event under epoch and returns it once it is durable.
-func (e *eventLog) Append(kind journal.Kind, epoch uint64, wall string, body any) (journal.Event, error) {
+func (e *Log) Append(kind journal.Kind, epoch uint64, wall string, body any) (journal.Event, error) {
 	return e.l.Append(e.machine, kind, epoch, wall, body)
 }
 
@@ -42,7 +42,7 @@ func (e *eventLog) Append(kind journal.Kind, epoch uint64, wall string, body any
 // write and one fsync: they are sealed here, continuing the journal's
 // chain and clock, then imported. The caller must be the journal's only
 // writer meanwhile (no runner step in flight).
-func (e *eventLog) AppendAll(epoch uint64, wall string, kinds []journal.Kind, bodies []any) error {
+func (e *Log) AppendAll(epoch uint64, wall string, kinds []journal.Kind, bodies []any) error {
 	w := journal.NewWriterAfter(e.machine, e.l.Summary())
 	events := make([]journal.Event, len(kinds))
 	for i := range kinds {
@@ -65,15 +65,17 @@ func (e *eventLog) AppendAll(epoch uint64, wall string, kinds []journal.Kind, bo
 
 // Import adds events sealed elsewhere (a move's journal tail), durably,
 // after checking they continue the journal; it returns how many it wrote.
-func (e *eventLog) Import(events []journal.Event) (int, error) { return e.l.Import(events) }
+func (e *Log) Import(events []journal.Event) (int, error) { return e.l.Import(events) }
 
 // Pos returns the journal's position: event count and the ID of its last
 // event (the newest head: the file is kept in clock order).
-func (e *eventLog) Pos() transfer.JournalPos {
-	return posOfSummary(e.l.Summary())
+func (e *Log) Pos() transfer.JournalPos {
+	return PosOfSummary(e.l.Summary())
 }
 
-func posOfSummary(s journal.Summary) transfer.JournalPos {
+// PosOfSummary returns the position a summary records: its event count and
+// the ID of its newest head.
+func PosOfSummary(s journal.Summary) transfer.JournalPos {
 	var last journal.Head
 	for _, h := range s.Heads {
 		if h.Clock > last.Clock {
@@ -84,22 +86,22 @@ func posOfSummary(s journal.Summary) transfer.JournalPos {
 }
 
 // Summary returns the summary of every event appended so far.
-func (e *eventLog) Summary() journal.Summary { return e.l.Summary() }
+func (e *Log) Summary() journal.Summary { return e.l.Summary() }
 
 // Fence raises the epoch below which appends are refused.
-func (e *eventLog) Fence(holder uint64) { e.l.SetEpoch(holder) }
+func (e *Log) Fence(holder uint64) { e.l.SetEpoch(holder) }
 
 // Epoch returns the fence: the holder epoch it was opened or fenced at, or
 // the highest epoch in the journal if that is higher.
-func (e *eventLog) Epoch() uint64 { return e.l.Epoch() }
+func (e *Log) Epoch() uint64 { return e.l.Epoch() }
 
 // Close closes the file; every append is already durable.
-func (e *eventLog) Close() error { return e.l.Close() }
+func (e *Log) Close() error { return e.l.Close() }
 
-// readJournal returns the complete events of the journal at path and the
+// Read returns the complete events of the journal at path and the
 // byte length they occupy (a torn final line is excluded), without
 // changing the file.
-func readJournal(fsys vfs.FS, path string) ([]journal.Event, int64, error) {
+func Read(fsys vfs.FS, path string) ([]journal.Event, int64, error) {
 	data, err := vfs.ReadFile(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, nil
@@ -115,7 +117,9 @@ func readJournal(fsys vfs.FS, path string) ([]journal.Event, int64, error) {
 	return events, size, nil
 }
 
-func posOf(events []journal.Event) transfer.JournalPos {
+// PosOf returns the position after events: their count and the ID of the
+// last.
+func PosOf(events []journal.Event) transfer.JournalPos {
 	if len(events) == 0 {
 		return transfer.JournalPos{}
 	}

@@ -1,4 +1,4 @@
-package node
+package record
 
 import (
 	"bytes"
@@ -7,18 +7,19 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentcapsule/capsule/node/ident"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
 // adoptRecord returns k's signed record of a Target adopting agent at epoch.
-func adoptRecord(k *Key, agent string, epoch uint64) SignedRecord {
+func adoptRecord(k *ident.Key, agent string, epoch uint64) Signed {
 	tg := transfer.NewTarget(agent, string(k.ID()))
 	rd := tg.Step(transfer.Input{Kind: transfer.InAdopt, Epoch: epoch})
 	return Sign(k, rd.Records[0])
 }
 
-func holderAt(t *testing.T, fsys vfs.FS, path string, k *Key) uint64 {
+func holderAt(t *testing.T, fsys vfs.FS, path string, k *ident.Key) uint64 {
 	t.Helper()
 	tg, err := LoadTarget(fsys, path, k.ID(), "01AGENT")
 	if err != nil {
@@ -37,7 +38,7 @@ func lines(t *testing.T, fsys vfs.FS, path string) int {
 }
 
 // TestRecordLogAppendsAndCompacts: records are appended, the newest is
-// read back, and a log that outgrows maxRecordLog is rewritten with its
+// read back, and a log that outgrows MaxLog is rewritten with its
 // newest record alone.
 func TestRecordLogAppendsAndCompacts(t *testing.T) {
 	k := mustKey(t, 1)
@@ -45,7 +46,7 @@ func TestRecordLogAppendsAndCompacts(t *testing.T) {
 	path := filepath.Join("/data", HolderFile)
 	maxLines, prev := 0, 0
 	for e := uint64(1); e <= 200; e++ {
-		if err := saveRecord(fsys, path, adoptRecord(k, "01AGENT", e)); err != nil {
+		if err := Save(fsys, path, adoptRecord(k, "01AGENT", e)); err != nil {
 			t.Fatal(err)
 		}
 		if got := holderAt(t, fsys, path, k); got != e {
@@ -56,8 +57,8 @@ func TestRecordLogAppendsAndCompacts(t *testing.T) {
 			t.Fatalf("epoch %d: %d records after %d, want one more or a log rewritten with one", e, n, prev)
 		}
 		maxLines, prev = max(maxLines, n), n
-		if fi, _ := fsys.Stat(path); fi.Size() > maxRecordLog {
-			t.Fatalf("epoch %d: log of %d bytes, limit %d", e, fi.Size(), maxRecordLog)
+		if fi, _ := fsys.Stat(path); fi.Size() > MaxLog {
+			t.Fatalf("epoch %d: log of %d bytes, limit %d", e, fi.Size(), MaxLog)
 		}
 	}
 	if maxLines < 10 {
@@ -72,7 +73,7 @@ func TestRecordLogTornTail(t *testing.T) {
 	fsys := memData(t)
 	path := filepath.Join("/data", HolderFile)
 	for e := uint64(1); e <= 2; e++ {
-		if err := saveRecord(fsys, path, adoptRecord(k, "01AGENT", e)); err != nil {
+		if err := Save(fsys, path, adoptRecord(k, "01AGENT", e)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -86,7 +87,7 @@ func TestRecordLogTornTail(t *testing.T) {
 			t.Fatalf("log with a torn tail reads epoch %d, want 2", got)
 		}
 	}
-	if err := saveRecord(fsys, path, adoptRecord(k, "01AGENT", 4)); err != nil {
+	if err := Save(fsys, path, adoptRecord(k, "01AGENT", 4)); err != nil {
 		t.Fatal(err)
 	}
 	if got, n := holderAt(t, fsys, path, k), lines(t, fsys, path); got != 4 || n != 1 {
@@ -108,11 +109,11 @@ func TestRecordLogFailedAppendIsUndone(t *testing.T) {
 			k := mustKey(t, 1)
 			ffs := vfs.NewFaulty(memData(t))
 			path := filepath.Join("/data", HolderFile)
-			if err := saveRecord(ffs, path, adoptRecord(k, "01AGENT", 1)); err != nil {
+			if err := Save(ffs, path, adoptRecord(k, "01AGENT", 1)); err != nil {
 				t.Fatal(err)
 			}
 			r := ffs.Fail(op, HolderFile, vfs.ErrIO)
-			if err := saveRecord(ffs, path, adoptRecord(k, "01AGENT", 2)); !errors.Is(err, vfs.ErrIO) {
+			if err := Save(ffs, path, adoptRecord(k, "01AGENT", 2)); !errors.Is(err, vfs.ErrIO) {
 				t.Fatalf("save with a failing %s: %v", op, err)
 			}
 			if r.Hits() == 0 {
@@ -122,7 +123,7 @@ func TestRecordLogFailedAppendIsUndone(t *testing.T) {
 			if got := holderAt(t, ffs, path, k); got != 1 {
 				t.Fatalf("after a failed append the log reads epoch %d, want 1", got)
 			}
-			if err := saveRecord(ffs, path, adoptRecord(k, "01AGENT", 3)); err != nil {
+			if err := Save(ffs, path, adoptRecord(k, "01AGENT", 3)); err != nil {
 				t.Fatal(err)
 			}
 			if got := holderAt(t, ffs, path, k); got != 3 {
@@ -147,7 +148,7 @@ func TestRecordLogReadsLegacyFile(t *testing.T) {
 	if got := holderAt(t, fsys, path, k); got != 5 {
 		t.Fatalf("legacy holder.json reads epoch %d, want 5", got)
 	}
-	if err := saveRecord(fsys, path, adoptRecord(k, "01AGENT", 6)); err != nil {
+	if err := Save(fsys, path, adoptRecord(k, "01AGENT", 6)); err != nil {
 		t.Fatal(err)
 	}
 	if got := holderAt(t, fsys, path, k); got != 6 {

@@ -1,4 +1,4 @@
-package node
+package ident
 
 import (
 	"crypto/ed25519"
