@@ -18,6 +18,9 @@ import (
 type Violation struct {
 	Status  int    `json:"status"`
 	Message string `json:"message"`
+	// Code is the provider's error code where it sends one (OpenAI's
+	// "code"), else empty.
+	Code string `json:"code,omitempty"`
 }
 
 // Error returns the message.
