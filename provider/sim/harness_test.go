@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -102,3 +103,6 @@ func wantLog(t *testing.T, s *sim.Server, api, model string, n int) {
 		t.Errorf("endpoint logged %d requests for %s %s, want %d", got, api, model, n)
 	}
 }
+
+// asError is errors.As, kept short for the SDK error types.
+func asError[T error](err error, target *T) bool { return errors.As(err, target) }
