@@ -108,6 +108,7 @@ func exitCases(f exitFixture, scratch func() string) map[string]exitCase {
 		"move resolve":   {missing: append([]string{"move", "resolve", id}, noNode...), usage: []string{"move", "resolve"}},
 		"demo":           {usage: []string{"demo", "extra"}},
 		"version":        {usage: []string{"version", "extra"}},
+		"model serve":    {missing: []string{"model", "serve", "--replay", filepath.Join(f.ws, "no-such-cassette.json")}, usage: []string{"model", "serve", "--listen", "0.0.0.0:0"}},
 	}
 }
 

@@ -50,7 +50,7 @@ type Request struct {
 	Status     int             `json:"status"`
 	Violations []Violation     `json:"violations,omitempty"`
 	Replayed   bool            `json:"replayed,omitempty"`
-	Body       json.RawMessage `json:"body"`
+	Body       json.RawMessage `json:"body,omitempty"`
 }
 
 // Server is the embedded model endpoint, an http.Handler. It is safe for
