@@ -40,7 +40,8 @@ type conversation struct {
 	stream   bool
 }
 
-// newTurn resets what happened since the request when user text arrives.
+// user makes text the newest request and forgets what happened before it;
+// empty or whitespace-only text (a message of tool results) is no request.
 func (c *conversation) user(text string) {
 	if strings.TrimSpace(text) == "" {
 		return
