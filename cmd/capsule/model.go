@@ -84,8 +84,11 @@ then prints one line (--json: one JSON object per line).`,
 		Example: `  capsule model serve --listen 127.0.0.1:8099
   curl -s http://127.0.0.1:8099/v1/chat/completions \
     -d '{"model":"capsule-sim/echo","messages":[{"role":"user","content":"hello"}]}'
-  OPENAI_BASE_URL=http://127.0.0.1:8099/v1 ANTHROPIC_BASE_URL=http://127.0.0.1:8099 \
-    OLLAMA_HOST=http://127.0.0.1:8099 your-agent --model capsule-sim/planner
+  curl -s http://127.0.0.1:8099/v1/messages -d '{"model":"capsule-sim/planner","max_tokens":64,
+    "messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"hi"}]}'
+      # 400 invalid_request_error: Unexpected role "system" ... (Anthropic's own answer)
+  export OPENAI_BASE_URL=http://127.0.0.1:8099/v1 ANTHROPIC_BASE_URL=http://127.0.0.1:8099 \
+    OLLAMA_HOST=http://127.0.0.1:8099    # the official SDKs, pointed at the simulator
   capsule model serve --listen 127.0.0.1:0 --json | head -1 | jq -r .url
   capsule model serve --listen 127.0.0.1:8099 --record fixtures/session.json
   capsule model serve --listen 127.0.0.1:8099 --replay fixtures/session.json
