@@ -255,8 +255,8 @@ func (s *Server) refuse(w http.ResponseWriter, req Request, v Violation) {
 	if req.Violations == nil {
 		req.Violations = []Violation{v}
 	}
-	writeError(w, req.API, v, "req_capsule_sim_"+strings.TrimPrefix(req.Digest, "sha256:")[:min(16, len(req.Digest))])
 	s.record(req)
+	writeError(w, req.API, v, "req_capsule_sim_"+strings.TrimPrefix(req.Digest, "sha256:")[:min(16, len(req.Digest))])
 }
 
 func (s *Server) replay(w http.ResponseWriter, req Request) {
@@ -265,30 +265,35 @@ func (s *Server) replay(w http.ResponseWriter, req Request) {
 		s.refuse(w, req, Violation{Status: http.StatusNotFound, Message: "capsule-sim: the replay cassette holds no answer for request digest " + req.Digest})
 		return
 	}
+	req.Status, req.Replayed = e.Status, true
+	s.record(req)
 	w.Header().Set("Content-Type", e.ContentType)
 	w.WriteHeader(e.Status)
 	io.WriteString(w, e.Body)
-	req.Status, req.Replayed = e.Status, true
-	s.record(req)
 }
 
 // answer runs the model and writes its answer in the API's style,
-// streamed or whole, teeing it into the record cassette if there is one.
+// streamed or whole. The request is logged before the first byte goes
+// out, so a client that has read an answer finds its request in the log.
+// When recording, the answer is built whole, added to the cassette, and
+// then sent (a stream arrives at once, with the same bytes).
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request, v map[string]any, conv conversation) {
 	rp := &reply{model: req.Model, digest: req.Digest, turn: answer(req.Model, conv), conv: conv, body: v, sign: s.sign, inTok: tokens(string(req.Body))}
-	var tee *teeWriter
-	out := w
-	if s.cfg.Record != nil {
-		tee = &teeWriter{ResponseWriter: w, status: http.StatusOK}
-		out = tee
-	}
-	rp.write(out, r, req.API, req.Stream)
 	req.Status = http.StatusOK
-	if tee != nil {
-		s.cfg.Record.Add(Entry{Digest: req.Digest, API: req.API, Model: req.Model, Stream: req.Stream,
-			Status: tee.status, ContentType: tee.Header().Get("Content-Type"), Body: tee.buf.String()})
-	}
 	s.record(req)
+	if s.cfg.Record == nil {
+		rp.write(w, r, req.API, req.Stream)
+		return
+	}
+	buf := &bufferWriter{header: http.Header{}, status: http.StatusOK}
+	rp.write(buf, r, req.API, req.Stream)
+	s.cfg.Record.Add(Entry{Digest: req.Digest, API: req.API, Model: req.Model, Stream: req.Stream,
+		Status: buf.status, ContentType: buf.header.Get("Content-Type"), Body: buf.body.String()})
+	for k, vs := range buf.header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(buf.status)
+	w.Write(buf.body.Bytes())
 }
 
 func (rp *reply) write(w http.ResponseWriter, r *http.Request, api render.API, stream bool) {
@@ -316,26 +321,16 @@ func (rp *reply) write(w http.ResponseWriter, r *http.Request, api render.API, s
 	}
 }
 
-// teeWriter keeps a copy of what is written, for recording.
-type teeWriter struct {
-	http.ResponseWriter
+// bufferWriter is an http.ResponseWriter that keeps the answer, for
+// recording.
+type bufferWriter struct {
+	header http.Header
 	status int
-	buf    bytes.Buffer
+	body   bytes.Buffer
 }
 
-func (t *teeWriter) WriteHeader(code int) {
-	t.status = code
-	t.ResponseWriter.WriteHeader(code)
-}
+func (b *bufferWriter) Header() http.Header { return b.header }
 
-func (t *teeWriter) Write(b []byte) (int, error) {
-	t.buf.Write(b)
-	return t.ResponseWriter.Write(b)
-}
+func (b *bufferWriter) WriteHeader(code int) { b.status = code }
 
-// Flush passes a stream's flush through.
-func (t *teeWriter) Flush() {
-	if f, ok := t.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
+func (b *bufferWriter) Write(p []byte) (int, error) { return b.body.Write(p) }
