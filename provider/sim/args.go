@@ -146,7 +146,7 @@ func (g gen) value(s map[string]any, name string) any {
 	case "object":
 		return g.object(s)
 	case "array":
-		n := int(number(s["minItems"], 0))
+		n := bounded(number(s["minItems"], 0), maxItems)
 		items := obj(s["items"])
 		out := make([]any, n)
 		for i := range out {
@@ -190,10 +190,10 @@ func (g gen) str(s map[string]any, name string) string {
 	if g.path != "" && (strings.Contains(lower, "path") || strings.Contains(lower, "file")) {
 		v = g.path
 	}
-	if n := int(number(s["minLength"], 0)); len(v) < n {
+	if n := bounded(number(s["minLength"], 0), maxString); len(v) < n {
 		v += strings.Repeat("x", n-len(v))
 	}
-	if n, ok := s["maxLength"].(float64); ok && len(v) > int(n) {
+	if n, ok := s["maxLength"].(float64); ok && n >= 0 && len(v) > int(n) {
 		v = v[:int(n)]
 	}
 	return v
@@ -212,6 +212,24 @@ func convert(v, typ string) (any, bool) {
 		return v, true
 	}
 	return nil, false
+}
+
+// Bounds on what a schema can make the planner build: a schema asking
+// for more fails validation and the tool is not called.
+const (
+	maxItems  = 64
+	maxString = 4096
+)
+
+// bounded returns f as an int in [0, hi].
+func bounded(f float64, hi int) int {
+	if f <= 0 || f != f {
+		return 0
+	}
+	if f > float64(hi) {
+		return hi
+	}
+	return int(f)
 }
 
 func number(v any, def float64) float64 {

@@ -107,6 +107,7 @@ func (c *checker) anthropicMessages(raw []any) []anthropicMsg {
 		}
 		if len(blocks) == 0 {
 			c.fail("messages.%d: all messages must have non-empty content except for the optional final assistant message", i)
+			continue
 		}
 		switch role {
 		case "system":
