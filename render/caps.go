@@ -118,7 +118,9 @@ var capTable = []capEntry{
 	{"anthropic", "claude-3-7", Caps{ContextWindow: 200000, MaxOutput: 64000, Thinking: ThinkingOptional, IDRule: IDAnthropic}},
 	{"anthropic", "claude-3", Caps{ContextWindow: 200000, MaxOutput: 8192, IDRule: IDAnthropic}},
 	{"anthropic", "", Caps{ContextWindow: 200000, MaxOutput: 32000, Thinking: ThinkingOptional, IDRule: IDAnthropic}},
-	// Google.
+	// Google. The embedded simulator's models (provider/sim) behave as
+	// Gemini 3 does on this API: every function call turn is signed.
+	{"google", "capsule-sim/", Caps{ContextWindow: 1048576, MaxOutput: 65536, Thinking: ThinkingAlways, ThoughtSignatures: true}},
 	{"google", "gemini-3", Caps{ContextWindow: 1048576, MaxOutput: 65536, Thinking: ThinkingAlways, ThoughtSignatures: true}},
 	{"google", "gemini-2.5", Caps{ContextWindow: 1048576, MaxOutput: 65536, Thinking: ThinkingOptional}},
 	{"google", "", Caps{ContextWindow: 1048576, MaxOutput: 8192}},

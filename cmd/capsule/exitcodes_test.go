@@ -110,6 +110,7 @@ func exitCases(f exitFixture, scratch func() string) map[string]exitCase {
 		"demo":           {usage: []string{"demo", "extra"}},
 		"version":        {usage: []string{"version", "extra"}},
 		"compat check":   {missing: []string{"compat", "check", nope()}, usage: []string{"compat", "check"}, tampered: []string{"compat", "check", f.bad}, tamperedCode: 1},
+		"model serve":    {missing: []string{"model", "serve", "--replay", filepath.Join(f.ws, "no-such-cassette.json")}, usage: []string{"model", "serve", "--listen", "0.0.0.0:0"}},
 	}
 }
 

@@ -63,6 +63,7 @@ var exitDocs = map[string]exitDoc{
 	"move resolve":   {other: otherNode},
 	"demo":           {verify: "the moved capsule did not verify on the new holder", other: "any other error"},
 	"version":        {other: "any other error"},
+	"model serve":    {other: "a missing or malformed --replay cassette, an address in use, or any other error"},
 }
 
 // documentExits appends each runnable verb's exit codes to its --help.
