@@ -98,7 +98,7 @@ func runLog(cmd *cobra.Command, target string, f logFlags) error {
 	}
 	// Stream the journal as it is now: memory stays bounded however long
 	// it is, and the lines are formatted on every core.
-	probs, err := journal.ScanWith(io.LimitReader(file, info.Size()), p.format, func(_ *journal.Event, _ int, line []byte) {
+	probs, err := journal.ScanText(io.LimitReader(file, info.Size()), p.format, func(_ *journal.Event, _ int, line []byte) {
 		out.Write(line)
 	})
 	if err != nil {
