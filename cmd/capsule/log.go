@@ -279,9 +279,12 @@ func runLogVerify(cmd *cobra.Command, target string, asJSON bool) error {
 	defer f.Close()
 	rep := verifyReport{Path: path, Quarantined: quarantineFiles(path)}
 	machines := map[string]bool{}
+	last := ""
 	probs, err := journal.Scan(f, func(e *journal.Event, _ int) {
 		rep.Events++
-		machines[e.Machine] = true
+		if e.Machine != last { // a machine writes its events in runs
+			machines[e.Machine], last = true, e.Machine
+		}
 	})
 	if err != nil {
 		return err
