@@ -78,15 +78,41 @@ func VerifyTail(committed Summary, tail io.Reader) ([]Problem, error) {
 	return scan(tail, committed.Heads, int(committed.Events), nil, true)
 }
 
-// ScanWith is Scan with a step that runs on the parsing goroutines: prep
-// (safe for concurrent use; its value may alias the event's Body) derives
-// a value from each event that parsed, and visit receives it beside the
-// event, in file order. It moves per-event work, such as formatting, off
-// the one goroutine that visits.
-func ScanWith[T any](r io.Reader, prep func(e *Event) T, visit func(e *Event, line int, v T)) ([]Problem, error) {
-	return scanConfig(r, nil, 0, streamConfig{recycle: true, prep: prepAll(prep)}, func(b *batch, i int) {
-		visit(&b.events[i], b.lines[i], b.extra.([]T)[i])
+// ScanText is Scan with a step that writes text for each event on the
+// parsing goroutines: format (safe for concurrent use) appends the text of
+// an event that parsed to dst and returns it, and visit receives each event
+// with its text, in file order. The text lives in a buffer of the batch,
+// reused once visit returns, so formatting a journal of any length
+// allocates nothing per event; visit must copy the text to keep it.
+func ScanText(r io.Reader, format func(dst []byte, e *Event) []byte, visit func(e *Event, line int, text []byte)) ([]Problem, error) {
+	return scanConfig(r, nil, 0, streamConfig{recycle: true, prep: textAll(format)}, func(b *batch, i int) {
+		t := b.extra.(*texts)
+		visit(&b.events[i], b.lines[i], t.buf[t.ends[i]:t.ends[i+1]])
 	})
+}
+
+// texts is the text ScanText formats for a batch: event i's is
+// buf[ends[i]:ends[i+1]].
+type texts struct {
+	buf  []byte
+	ends []int
+}
+
+// textAll formats every event of a batch into its texts, reusing the
+// buffers of a recycled batch.
+func textAll(format func(dst []byte, e *Event) []byte) func(*batch) {
+	return func(b *batch) {
+		t, _ := b.extra.(*texts)
+		if t == nil {
+			t = &texts{}
+			b.extra = t
+		}
+		t.buf, t.ends = t.buf[:0], append(t.ends[:0], 0)
+		for i := range b.events {
+			t.buf = format(t.buf, &b.events[i])
+			t.ends = append(t.ends, len(t.buf))
+		}
+	}
 }
 
 // prepAll applies prep to every event of a batch, keeping the values in

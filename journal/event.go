@@ -5,7 +5,7 @@
 // The event types here are pure data: they never name a vendor's wire format.
 // The package is pure (no os, net, time or math/rand): it parses and checks
 // lines (ParseLine, Decode, Scan, Check, Verify, VerifyTail), streams a
-// journal of any length in bounded memory (Each, EachWith, ScanWith, with a
+// journal of any length in bounded memory (Each, EachWith, ScanText, with a
 // step on the parsing goroutines), builds chains (Writer, Seal, Encode),
 // summarizes a journal for the manifest (Summarize) and merges copies
 // (Merge in memory, MergeTo as they stream by). Durable appends to the file live in

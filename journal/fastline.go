@@ -2,6 +2,7 @@ package journal
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"hash"
 
 	"github.com/agentcapsule/capsule/digest"
@@ -81,15 +82,22 @@ func hashMatches(h hash.Hash, line []byte, idStart, idEnd, hexAt int) bool {
 	h.Write(line[idEnd:])
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
-	const digits = "0123456789abcdef"
-	hx := line[hexAt : hexAt+64]
+	var hx [2 * sha256.Size]byte
 	for k, v := range sum {
-		if hx[2*k] != digits[v>>4] || hx[2*k+1] != digits[v&15] {
-			return false
-		}
+		binary.LittleEndian.PutUint16(hx[2*k:], hexPairs[v])
 	}
-	return true
+	return string(hx[:]) == string(line[hexAt:hexAt+64])
 }
+
+// hexPairs holds the two lowercase hex digits of each byte, the first in
+// the low byte, so that one 16-bit store writes them in order.
+var hexPairs = func() (t [256]uint16) {
+	const digits = "0123456789abcdef"
+	for v := range t {
+		t[v] = uint16(digits[v>>4]) | uint16(digits[v&15])<<8
+	}
+	return t
+}()
 
 func knownKind(b []byte) Kind {
 	for _, k := range KnownKinds {

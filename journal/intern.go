@@ -66,7 +66,7 @@ func (in *interner) hasher() hash.Hash {
 func (in *interner) machine(b []byte) string {
 	if in != nil {
 		for _, s := range in.recent {
-			if s == string(b) {
+			if sameName(s, b) {
 				return s
 			}
 		}
@@ -155,7 +155,7 @@ type lastID struct {
 // batch has few machines, so a short list beats a map.
 func (in *interner) lastIDOf(machine string) int {
 	for _, l := range in.lastOff {
-		if l.machine == machine {
+		if sameName(l.machine, machine) {
 			return l.off
 		}
 	}
@@ -168,7 +168,7 @@ func (in *interner) lastIDOf(machine string) int {
 // setLastID records off as the offset of machine's last id.
 func (in *interner) setLastID(machine string, off int) {
 	for i := range in.lastOff {
-		if in.lastOff[i].machine == machine {
+		if sameName(in.lastOff[i].machine, machine) {
 			in.lastOff[i].off = off
 			return
 		}
@@ -181,6 +181,13 @@ func (in *interner) setLastID(machine string, off int) {
 		in.lastMap = map[string]int{}
 	}
 	in.lastMap[machine] = off
+}
+
+// sameName reports whether two machine names are equal, testing their
+// last bytes first: names differ there more often than not (random or
+// numbered), which spares most calls to compare memory.
+func sameName[T string | []byte](a string, b T) bool {
+	return len(a) == len(b) && (len(a) == 0 || a[len(a)-1] == b[len(b)-1]) && a == string(b)
 }
 
 func fieldOf(e *Event, field uint8) *string {

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"strconv"
@@ -246,12 +247,13 @@ var plain = func() (t [256]bool) {
 }()
 
 // skipPlain returns the index of the first byte at or after i that is not
-// plain (see plain). It tests eight bytes at a time with the classic SWAR
-// tests "has a byte less than n" and "has a zero byte" (of x xor c), which
-// are exact as yes/no answers for the whole word.
+// plain (see plain). Names, ids and kinds end within a few words, which
+// the first loop tests eight bytes at a time with the classic SWAR tests
+// "has a byte less than n" and "has a zero byte" (of x xor c), exact as
+// yes/no answers for the whole word. Longer text goes to skipLong.
 func skipPlain(b []byte, i int) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for ; i+8 <= len(b); i += 8 {
+	for k := 0; k < 4 && i+8 <= len(b); k, i = k+1, i+8 {
 		x := binary.LittleEndian.Uint64(b[i:])
 		q := x ^ (ones * '"')
 		bs := x ^ (ones * '\\')
@@ -259,10 +261,62 @@ func skipPlain(b []byte, i int) int {
 		quote := (q - ones) &^ q
 		backslash := (bs - ones) &^ bs
 		if (control|quote|backslash|x)&highs != 0 {
+			for plain[b[i]] {
+				i++
+			}
+			return i
+		}
+	}
+	return skipLong(b, i)
+}
+
+// plainWindow is how far skipLong looks ahead at a time: far enough to
+// pay for the calls, near enough that a text with many escapes is not
+// searched again and again to its end.
+const plainWindow = 512
+
+// skipLong is skipPlain for long text: bytes.IndexByte (vector
+// instructions) finds the first quote and backslash in a window, and
+// printable checks the bytes before them.
+func skipLong(b []byte, i int) int {
+	for i < len(b) {
+		end := min(len(b), i+plainWindow)
+		w := b[i:end]
+		if q := bytes.IndexByte(w, '"'); q >= 0 {
+			w = w[:q]
+		}
+		if k := bytes.IndexByte(w, '\\'); k >= 0 {
+			w = w[:k]
+		}
+		if n := printable(w); i+n < end {
+			return i + n
+		}
+		i = end
+	}
+	return i
+}
+
+// printable returns the length of the prefix of w that holds only bytes
+// from 0x20 to 0x7f. A word's bytes all are when neither x nor x minus
+// 0x20 in every byte has a high bit: a byte under 0x20 is the first to
+// borrow, and sets its own.
+func printable(w []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	const low = ones * 0x20
+	le := binary.LittleEndian
+	i := 0
+	for ; i+32 <= len(w); i += 32 {
+		a, b, c, d := le.Uint64(w[i:]), le.Uint64(w[i+8:]), le.Uint64(w[i+16:]), le.Uint64(w[i+24:])
+		if (a|(a-low)|b|(b-low)|c|(c-low)|d|(d-low))&highs != 0 {
 			break
 		}
 	}
-	for i < len(b) && plain[b[i]] {
+	for ; i+8 <= len(w); i += 8 {
+		if x := le.Uint64(w[i:]); (x|(x-low))&highs != 0 {
+			break
+		}
+	}
+	for i < len(w) && w[i] >= 0x20 && w[i] < utf8.RuneSelf {
 		i++
 	}
 	return i

@@ -151,7 +151,7 @@ type checker struct {
 // hashing the name.
 func (c *checker) chain(m string) *chain {
 	for _, ch := range c.recent {
-		if ch.machine == m {
+		if sameName(ch.machine, m) {
 			return ch
 		}
 	}

@@ -101,7 +101,7 @@ func runLog(cmd *cobra.Command, target string, f logFlags) error {
 	}
 	// Stream the journal as it is now: memory stays bounded however long
 	// it is, and the lines are formatted on every core.
-	probs, err := journal.ScanWith(io.LimitReader(file, info.Size()), p.format, func(_ *journal.Event, _ int, line []byte) {
+	probs, err := journal.ScanText(io.LimitReader(file, info.Size()), p.format, func(_ *journal.Event, _ int, line []byte) {
 		out.Write(line)
 	})
 	if err != nil {
@@ -282,9 +282,12 @@ func runLogVerify(cmd *cobra.Command, target string, asJSON bool) error {
 	defer f.Close()
 	rep := verifyReport{Path: path, Quarantined: quarantineFiles(path)}
 	machines := map[string]bool{}
+	last := ""
 	probs, err := journal.Scan(f, func(e *journal.Event, _ int) {
 		rep.Events++
-		machines[e.Machine] = true
+		if e.Machine != last { // a machine writes its events in runs
+			machines[e.Machine], last = true, e.Machine
+		}
 	})
 	if err != nil {
 		return err

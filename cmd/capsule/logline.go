@@ -47,7 +47,7 @@ func newPrinter(w, tty io.Writer, f logFlags) *printer {
 	return p
 }
 
-func (p *printer) print(e *journal.Event) { p.w.Write(p.format(e)) }
+func (p *printer) print(e *journal.Event) { p.w.Write(p.format(nil, e)) }
 
 // flush flushes the printer's writer if it buffers.
 func (p *printer) flush() error {
@@ -57,16 +57,17 @@ func (p *printer) flush() error {
 	return nil
 }
 
-// format returns the line that shows e, nil when the kind filter hides it.
-// It reads only p's settings, so many goroutines may format at once.
-func (p *printer) format(e *journal.Event) []byte {
+// format appends the line that shows e to dst, nothing when the kind
+// filter hides it. It reads only p's settings, so many goroutines may
+// format at once.
+func (p *printer) format(dst []byte, e *journal.Event) []byte {
 	if p.kinds != nil && !p.kinds[e.Kind] {
-		return nil
+		return dst
 	}
 	if p.json {
-		return append(journal.AppendEncode(nil, e), '\n')
+		return append(journal.AppendEncode(dst, e), '\n')
 	}
-	return timelineLine(make([]byte, 0, 160), e, p.color)
+	return timelineLine(dst, e, p.color)
 }
 
 func displayTime(t string) string {
@@ -180,7 +181,7 @@ var summaries = map[journal.Kind]func([]byte) string{
 func clipLine(s string) string {
 	var c clipper
 	feed(&c, s)
-	b, ok := c.finish(nil)
+	b, ok := c.finish()
 	if !ok {
 		return clipSlow(s)
 	}
@@ -197,10 +198,11 @@ func clipSlow(s string) string {
 }
 
 // clipper computes clipLine of the concatenation of the pieces it is fed,
-// without building it.
+// without building it: it appends the line to b, from base on.
 type clipper struct {
 	b        []byte
-	runes    int
+	base     int  // where the clipped line starts in b
+	runes    int  // runes appended, counted past 100 only to tell "more"
 	at99     int  // len(b) once 99 runes are in, 0 before
 	slow     bool // a RuneError among the first 99: []rune would rewrite it
 	inField  bool
@@ -211,28 +213,57 @@ type clipper struct {
 // asciiSpace marks the ASCII bytes unicode.IsSpace holds.
 var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
-// feed adds a piece of text (a string, or bytes that are read now).
+// feed adds a piece of text (a string, or bytes that are read now). Runs of
+// ASCII that is not white space, most of any text, are copied whole.
 func feed[T string | []byte](c *clipper, s T) {
 	for i := 0; i < len(s) && !c.stopped; {
+		if s[i] < utf8.RuneSelf && !asciiSpace[s[i]] {
+			i = feedRun(c, s, i)
+			continue
+		}
 		r, n := rune(s[i]), 1
 		if r >= utf8.RuneSelf {
 			r, n = utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		}
-		if r < utf8.RuneSelf && asciiSpace[r] || r >= utf8.RuneSelf && unicode.IsSpace(r) {
+		if r < utf8.RuneSelf || unicode.IsSpace(r) {
 			c.inField = false
 			i += n
 			continue
 		}
-		if !c.inField && c.hasField {
-			c.b = append(c.b, ' ')
-			c.count()
-		}
-		c.inField, c.hasField = true, true
+		c.startField()
 		c.slow = c.slow || r == utf8.RuneError && c.runes < 99
 		c.b = append(c.b, s[i:i+n]...)
 		i += n
 		c.count()
 	}
+}
+
+// feedRun appends the ASCII bytes from s[i] that are not white space, up to
+// the one that makes the line longer than 100 runes, and returns where it
+// stopped.
+func feedRun[T string | []byte](c *clipper, s T, i int) int {
+	c.startField()
+	j := i
+	for j < len(s) && s[j] < utf8.RuneSelf && !asciiSpace[s[j]] {
+		j++
+	}
+	j = min(j, i+101-c.runes) // the count goes past 100 only to say so
+	if c.runes < 99 && c.runes+(j-i) >= 99 {
+		c.at99 = len(c.b) + 99 - c.runes
+	}
+	c.b = append(c.b, s[i:j]...)
+	c.runes += j - i
+	c.stopped = c.runes > 100
+	return j
+}
+
+// startField puts the space between two fields.
+func (c *clipper) startField() {
+	if !c.inField && c.hasField {
+		c.b = append(c.b, ' ')
+		c.count()
+	}
+	c.inField, c.hasField = true, true
 }
 
 func (c *clipper) count() {
@@ -243,28 +274,29 @@ func (c *clipper) count() {
 	c.stopped = c.runes > 100
 }
 
-// finish appends the clipped line to dst; false means the caller must take
-// clipSlow.
-func (c *clipper) finish(dst []byte) ([]byte, bool) {
+// finish returns b with the clipped line in place; false means the caller
+// must take clipSlow (b is then cut back to base).
+func (c *clipper) finish() ([]byte, bool) {
 	if c.runes <= 100 {
-		return append(dst, c.b...), true
+		return c.b, true
 	}
 	if c.slow {
-		return dst, false
+		return c.b[:c.base], false
 	}
-	return append(append(dst, c.b[:c.at99]...), "…"...), true
+	return append(c.b[:c.at99], "…"...), true
 }
 
 // timelineLine appends the line of e: time, machine, clock, epoch, kind
 // (colored if asked) and summary, as "%-20s %-10s %6d %4d  %s %s\n".
 func timelineLine(dst []byte, e *journal.Event, color bool) []byte {
-	dst = padRight(dst, displayTime(e.Time), 20)
+	dst = appendTime(dst, e.Time)
 	dst = append(dst, ' ')
 	dst = padRight(dst, shortMachine(e.Machine), 10)
 	dst = append(dst, ' ')
-	dst = padLeft(dst, strconv.FormatUint(e.Clock, 10), 6)
+	var num [20]byte
+	dst = padLeft(dst, strconv.AppendUint(num[:0], e.Clock, 10), 6)
 	dst = append(dst, ' ')
-	dst = padLeft(dst, strconv.FormatUint(e.Epoch, 10), 4)
+	dst = padLeft(dst, strconv.AppendUint(num[:0], e.Epoch, 10), 4)
 	dst = append(dst, ' ', ' ')
 	if color {
 		dst = append(dst, colorOf(e.Kind)...)
@@ -278,18 +310,32 @@ func timelineLine(dst []byte, e *journal.Event, color bool) []byte {
 	return append(dst, '\n')
 }
 
-// padRight and padLeft pad s with spaces to width runes, as fmt's %-Ns
-// and %Ns do.
-func padRight(dst []byte, s string, width int) []byte {
-	dst = append(dst, s...)
-	for n := utf8.RuneCountInString(s); n < width; n++ {
+// appendTime appends displayTime(t) padded to 20 runes, without building
+// the string.
+func appendTime(dst []byte, t string) []byte {
+	if len(t) < 19 {
+		return padRight(dst, displayTime(t), 20)
+	}
+	start := len(dst)
+	dst = append(append(append(dst, t[:10]...), ' '), t[11:19]...)
+	for n := utf8.RuneCount(dst[start:]); n < 20; n++ {
 		dst = append(dst, ' ')
 	}
 	return dst
 }
 
-func padLeft(dst []byte, s string, width int) []byte {
-	for n := utf8.RuneCountInString(s); n < width; n++ {
+// padRight and padLeft pad s with spaces to width runes, as fmt's %-Ns
+// and %Ns do.
+func padRight[T string | []byte](dst []byte, s T, width int) []byte {
+	dst = append(dst, s...)
+	for n := utf8.RuneCountInString(string(s)); n < width; n++ {
+		dst = append(dst, ' ')
+	}
+	return dst
+}
+
+func padLeft[T string | []byte](dst []byte, s T, width int) []byte {
+	for n := utf8.RuneCountInString(string(s)); n < width; n++ {
 		dst = append(dst, ' ')
 	}
 	return append(dst, s...)
@@ -299,87 +345,101 @@ func padLeft(dst []byte, s string, width int) []byte {
 // kinds straight from the canonical body and clipping them as they are
 // copied.
 func fastSummary(dst []byte, e *journal.Event) []byte {
-	var parts [][]byte
+	var parts summaryParts
 	ok := false
 	switch e.Kind {
 	case journal.KindUser:
-		parts, ok = fastUser(e.Body)
+		ok = parts.user(e.Body)
 	case journal.KindToolResult:
-		parts, ok = fastResult(e.Body)
+		ok = parts.result(e.Body)
 	case journal.KindAssistant:
-		parts, ok = fastAssistant(e.Body)
+		ok = parts.assistant(e.Body)
 	}
 	if ok {
-		var c clipper
-		c.b = make([]byte, 0, 404)
-		for _, p := range parts {
+		c := clipper{b: dst, base: len(dst)}
+		for _, p := range parts.p[:parts.n] {
 			feed(&c, p)
 		}
-		if out, ok := c.finish(dst); ok {
+		out, ok := c.finish()
+		if ok {
 			return out
 		}
+		dst = out
 	}
 	return append(dst, summarize(e)...)
 }
 
-func fastUser(body []byte) ([][]byte, bool) {
-	v, ok := fields(body, "text", "attachments")
-	if !ok || v[1] != nil {
-		return nil, false // attachments: the general path counts them
-	}
-	t, ok := text(v[0])
-	return [][]byte{t}, ok
+// summaryParts are the pieces of a summary, in order, in place so that a
+// line's summary allocates nothing.
+type summaryParts struct {
+	p [3][]byte
+	n int
 }
 
-func fastResult(body []byte) ([][]byte, bool) {
-	v, ok := fields(body, "call_id", "content", "is_error", "attachments", "name")
-	if !ok || v[3] != nil || v[2] != nil && string(v[2]) != "false" {
-		return nil, false
+func (s *summaryParts) set(parts ...[]byte) {
+	s.n = copy(s.p[:], parts)
+}
+
+func (s *summaryParts) user(body []byte) bool {
+	var v [2][]byte
+	if !fields(v[:], body, "text", "attachments") || v[1] != nil {
+		return false // attachments: the general path counts them
+	}
+	t, ok := text(v[0])
+	s.set(t)
+	return ok
+}
+
+func (s *summaryParts) result(body []byte) bool {
+	var v [5][]byte
+	if !fields(v[:], body, "call_id", "content", "is_error", "attachments", "name") || v[3] != nil || v[2] != nil && string(v[2]) != "false" {
+		return false
 	}
 	id, ok1 := text(v[0])
 	content, ok2 := text(v[1])
-	return [][]byte{id, arrow, content}, ok1 && ok2
+	s.set(id, arrow, content)
+	return ok1 && ok2
 }
 
-func fastAssistant(body []byte) ([][]byte, bool) {
-	v, ok := fields(body, "text", "producer", "step", "stop_reason", "item_id", "signature")
-	if !ok || v[1] == nil {
-		return nil, false
+func (s *summaryParts) assistant(body []byte) bool {
+	var v [6][]byte
+	if !fields(v[:], body, "text", "producer", "step", "stop_reason", "item_id", "signature") || v[1] == nil {
+		return false
 	}
-	p, ok := fields(v[1], "provider", "api", "model")
-	if !ok {
-		return nil, false
+	var p [3][]byte
+	if !fields(p[:], v[1], "provider", "api", "model") {
+		return false
 	}
 	model, ok1 := text(p[2])
 	t, ok2 := text(v[0])
-	return [][]byte{model, colon, t}, ok1 && ok2
+	s.set(model, colon, t)
+	return ok1 && ok2
 }
 
-// fields returns the raw values of the named members of a canonical
-// object (nil where absent). It reports false when encoding/json could
-// read the object differently: a member whose name matches a wanted one
-// only ignoring case (encoding/json would take it), a null value, or a
+// fields sets out[k] to the raw value of the member names[k] of a
+// canonical object (nil where absent). It reports false when encoding/json
+// could read the object differently: a member whose name matches a wanted
+// one only ignoring case (encoding/json would take it), a null value, or a
 // body that is not a canonical object.
-func fields(obj []byte, names ...string) ([][]byte, bool) {
+func fields(out [][]byte, obj []byte, names ...string) bool {
 	var buf [16]journal.Member
 	ms, err := journal.Members(buf[:0], obj)
 	if err != nil {
-		return nil, false
+		return false
 	}
-	out := make([][]byte, len(names))
 	for _, m := range ms {
 		for k, n := range names {
 			if string(m.Name) == n {
 				if string(m.Value) == "null" {
-					return nil, false
+					return false
 				}
 				out[k] = m.Value
 			} else if strings.EqualFold(string(m.Name), n) {
-				return nil, false
+				return false
 			}
 		}
 	}
-	return out, true
+	return true
 }
 
 var arrow, colon = []byte(" -> "), []byte(": ")

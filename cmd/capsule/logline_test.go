@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/agentcapsule/capsule/journal"
@@ -21,8 +22,9 @@ func TestTimelineLineMatchesFmt(t *testing.T) {
 	}
 	bodies := map[journal.Kind][]string{
 		journal.KindUser: {`{"text":"hello   world"}`, `{"text":"a\nb\u0001 \"q\""}`, `{"Text":"upper"}`, `{"TEXT":"x","text":"y"}`,
-			`{"text":null}`, `{"text":5}`, `{"attachments":[{"blob":"sha256:00","media_type":"image/png","size":1}],"text":"see"}`, `[1,2]`, `{}`},
-		journal.KindToolResult: {`{"call_id":"c1","content":"out"}`, `{"call_id":"c1","content":"bad","is_error":true}`,
+			`{"text":null}`, `{"text":5}`, `{"text":"` + strings.Repeat("lorem ipsum ", 20) + `"}`, `{"text":"` + strings.Repeat("x", 98) + ` yz"}`,
+			`{"text":"` + strings.Repeat("é ab ", 30) + `"}`, `{"text":"` + strings.Repeat("y", 120) + `"}`, `{"attachments":[{"blob":"sha256:00","media_type":"image/png","size":1}],"text":"see"}`, `[1,2]`, `{}`},
+		journal.KindToolResult: {`{"call_id":"c1","content":"out"}`, `{"call_id":"c1","content":"` + strings.Repeat("word ", 40) + `"}`, `{"call_id":"c1","content":"bad","is_error":true}`,
 			`{"call_id":"c1","content":"ok","is_error":false}`, `{"Call_ID":"c2","content":"x"}`, `{"call_id":7,"content":"x"}`},
 		journal.KindAssistant: {`{"producer":{"api":"messages","model":"claude","provider":"anthropic"},"text":"hi"}`,
 			`{"producer":{"Model":"m2"},"text":"hi"}`, `{"producer":null,"text":"hi"}`, `{"producer":"x","text":"hi"}`,
