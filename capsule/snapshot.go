@@ -145,6 +145,7 @@ type walker struct {
 	bare      map[string][]string // directories without files or directories: their links
 	empty     map[string]bool     // directories recorded as empty
 	total     int64               // the files' sizes, when the scan adds them up
+	files     int                 // the files the scan saw
 	ignored   int
 	skipped   []Skipped
 }
@@ -273,6 +274,7 @@ func (w *walker) scan(rel string, total bool) error {
 			}
 		case t.IsRegular():
 			full = true
+			w.files++
 			if total {
 				if fi, err := e.Info(); err == nil {
 					w.total += fi.Size()
