@@ -31,10 +31,11 @@ type extractor struct {
 
 	// names holds every folded name claimed but the blobs' (FORMAT §1
 	// allows a handful). A blob is claimed under its own name, which is its
-	// folded name, and its file is created before the next entry is read,
-	// so the staging folder itself remembers the blobs: lastBlob is the
-	// greatest blob name claimed, and only a blob name not after it (an
-	// archive out of FORMAT §8.1's order) needs a look at the folder.
+	// folded name, and its file is created (or queued on w) before the next
+	// entry is read, so the staging folder itself remembers the blobs:
+	// lastBlob is the greatest blob name claimed, and only a blob name not
+	// after it (an archive out of FORMAT §8.1's order) needs a look at the
+	// folder, once w has written what it holds.
 	names    map[string]nameInfo
 	lastBlob string
 	dirs     []string // directories created, in creation order
@@ -47,6 +48,7 @@ type extractor struct {
 	files     int   // regular files written
 	total     int64 // bytes charged against lim.MaxTotal
 	buf       []byte
+	w         *fileWriter // writes the small files while run reads on
 }
 
 type nameInfo struct {
@@ -70,8 +72,18 @@ func newExtractor(fsys vfs.FS, root string, lim Limits, collect bool, p Progress
 // *EntryError, or ErrLimit / ErrCorrupt for the stream, or an I/O error);
 // refused entries in collect mode end up in x.problems. Nothing is synced
 // yet: a refused archive costs no fsync.
+//
+// Small files are written on a goroutine of their own (fileWriter); run
+// returns once every file is written, and a failure to write one comes
+// before any error of a later entry.
 func (x *extractor) run(r *eofReader) error {
-	return x.readAll(r)
+	x.w = newFileWriter(x.fsys)
+	err := x.readAll(r)
+	if werr := x.w.close(); werr != nil {
+		err = werr
+	}
+	x.w = nil
+	return err
 }
 
 // readAll reads every entry of the tar stream r.
@@ -242,6 +254,9 @@ func (x *extractor) seen(f string) (nameInfo, bool) {
 	if f > x.lastBlob {
 		return nameInfo{}, false
 	}
+	if x.w != nil {
+		_ = x.w.wait() // a failure is reported by the next writeFile or by run
+	}
 	if _, err := x.fsys.Lstat(x.path(f)); err != nil {
 		return nameInfo{}, false // not claimed (or unreadable: creating it then fails)
 	}
@@ -294,9 +309,17 @@ func (x *extractor) path(name string) string {
 	return filepath.Join(x.root, filepath.FromSlash(name))
 }
 
-// writeFile copies exactly hdr.Size bytes into a new file and closes it;
-// for Import it records the name for syncAll.
+// writeFile copies exactly hdr.Size bytes into a new file and closes it,
+// or, for a small file, reads them and queues the file on x.w.
 func (x *extractor) writeFile(tr *tar.Reader, hdr *tar.Header, name string) error {
+	if x.w != nil {
+		if err := x.w.failed(); err != nil {
+			return err
+		}
+		if hdr.Size <= smallFile {
+			return x.queueFile(tr, hdr, name)
+		}
+	}
 	f, err := x.fsys.OpenFile(x.path(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode)
 	if err != nil {
 		return ioError{fmt.Errorf("create %s: %w", name, err)}
@@ -328,6 +351,32 @@ func (x *extractor) writeFile(tr *tar.Reader, hdr *tar.Header, name string) erro
 	if err := f.Close(); err != nil {
 		return ioError{fmt.Errorf("close %s: %w", name, err)}
 	}
+	return nil
+}
+
+// queueFile reads the hdr.Size bytes of a small file, hashes a blob's,
+// and hands the file to x.w to create.
+func (x *extractor) queueFile(tr *tar.Reader, hdr *tar.Header, name string) error {
+	buf := x.w.buffer()
+	*buf = (*buf)[:hdr.Size]
+	n, err := io.ReadFull(tr, *buf)
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF // some bytes were due
+	}
+	if err != nil {
+		if isStreamError(err) {
+			return streamError(err, x.entries-1)
+		}
+		return ioError{fmt.Errorf("write %s: %w", name, err)}
+	}
+	if x.progress != nil && n > 0 {
+		x.progress.Add(int64(n))
+	}
+	x.files++
+	if x.hashBlobs && isBlobName(name) && digest.FromBytes(*buf).Hex() != path.Base(name) {
+		x.badBlobs++
+	}
+	x.w.write(x.path(name), name, buf)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/vfs"
@@ -40,14 +41,29 @@ func TestBlobNamesClaimedOnce(t *testing.T) {
 		{"case of an earlier one", []tarEntry{a, b, upper(a)}, ErrCaseCollision},
 		{"upper case alone", []tarEntry{upper(a)}, ErrLayout},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			accept := func(vfs.FS, string) ([]Problem, error) { return nil, nil }
-			_, err := Import(vfs.NewMem(), tarCase(tc.entries...)(t), "/agent", ImportConfig{Verify: accept})
-			if tc.wantErr == nil && err != nil || !errors.Is(err, tc.wantErr) {
-				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+	// Small files are created on the extractor's writer goroutine; slowing
+	// its creations lets the reader run ahead, so a look at the folder
+	// for a repeated blob must wait for the files queued before it.
+	slowCreates := func() vfs.FS {
+		f := vfs.NewFaulty(vfs.NewMem())
+		f.OnOp(func(rec vfs.OpRecord) error {
+			if rec.Op == vfs.OpCreate && strings.Contains(rec.Path, "/"+blobsDir+"/") {
+				time.Sleep(5 * time.Millisecond)
 			}
+			return nil
 		})
+		return f
+	}
+	for fsName, newFS := range map[string]func() vfs.FS{"mem": func() vfs.FS { return vfs.NewMem() }, "slow creates": slowCreates} {
+		for _, tc := range tests {
+			t.Run(fsName+"/"+tc.name, func(t *testing.T) {
+				accept := func(vfs.FS, string) ([]Problem, error) { return nil, nil }
+				_, err := Import(newFS(), tarCase(tc.entries...)(t), "/agent", ImportConfig{Verify: accept})
+				if tc.wantErr == nil && err != nil || !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+			})
+		}
 	}
 }
 

@@ -136,7 +136,7 @@ func recordTree(dir string, store *BlobStore, cfg SnapshotConfig, exclude string
 type walker struct {
 	fsys    vfs.FS
 	root    string
-	exclude string
+	exclude string // the slash path below root left out, or ""
 	ign     *ignore.GitIgnore
 	warn    func(string, string)
 
@@ -145,6 +145,7 @@ type walker struct {
 	bare      map[string][]string // directories without files or directories: their links
 	empty     map[string]bool     // directories recorded as empty
 	total     int64               // the files' sizes, when the scan adds them up
+	files     int                 // the files the scan saw
 	ignored   int
 	skipped   []Skipped
 }
@@ -160,12 +161,24 @@ func newWalker(fsys vfs.FS, root, exclude string, warn func(string, string)) (*w
 	w := &walker{fsys: fsys, root: root, warn: warn, links: map[string]string{},
 		seenLinks: map[string]bool{}, bare: map[string][]string{}, empty: map[string]bool{}}
 	if exclude != "" {
-		w.exclude = absClean(exclude)
+		w.exclude = excludedPath(root, exclude)
 	}
 	if w.ign, err = readIgnore(fsys, filepath.Join(root, IgnoreFile)); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// excludedPath returns the slash path of exclude relative to root when it
+// lies strictly below root, else "" (nothing in the walk can be it). The
+// walk then compares paths, where resolving each entry against the
+// working directory cost two stat calls per entry.
+func excludedPath(root, exclude string) string {
+	rel, err := filepath.Rel(absClean(root), absClean(exclude))
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return ""
+	}
+	return filepath.ToSlash(rel)
 }
 
 func absClean(p string) string {
@@ -219,7 +232,7 @@ func (w *walker) children(rel string, note bool) ([]fs.DirEntry, error) {
 				w.ignored++
 			}
 			continue
-		case w.exclude != "" && absClean(hostPath(w.root, p)) == w.exclude:
+		case p == w.exclude:
 			reason = "the capsule itself"
 		default:
 			out = append(out, e)
@@ -261,6 +274,7 @@ func (w *walker) scan(rel string, total bool) error {
 			}
 		case t.IsRegular():
 			full = true
+			w.files++
 			if total {
 				if fi, err := e.Info(); err == nil {
 					w.total += fi.Size()

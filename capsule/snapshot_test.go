@@ -263,3 +263,51 @@ func TestCrashDuringSnapshot(t *testing.T) {
 			}
 		})
 }
+
+// FORMAT §5.3: a capsule inside the workspace it records is left out
+// with a warning, however the two folders are named (relative or
+// absolute, through ".."), and nothing beside it is.
+func TestSnapshotLeavesOutTheCapsuleItself(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	mkTree(t, ws, map[string]string{"a.txt": "a\n", "sub/b.txt": "b\n", "sub/cap-not/c.txt": "c\n"})
+	t.Chdir(root)
+	for _, tc := range []struct{ ws, cap string }{
+		{ws, filepath.Join(ws, "sub", "cap")},
+		{"ws", "ws/sub/cap2"},
+		{"./ws/../ws", filepath.Join("ws", "sub", "..", "sub", "cap3")},
+	} {
+		c, err := Init(vfs.OS{}, tc.cap, testConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var warned []string
+		res, err := c.SnapshotFrom(tc.ws, SnapshotConfig{Warn: func(p, reason string) { warned = append(warned, p+": "+reason) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"sub/" + filepath.Base(tc.cap) + ": the capsule itself"}
+		if diff := cmp.Diff(want, warned); diff != "" {
+			t.Errorf("ws %q, capsule %q: warnings (-want +got):\n%s", tc.ws, tc.cap, diff)
+		}
+		// Every capsule made so far lies in the tree; only this one is left out.
+		if wantFiles := 1 + countFiles(t, filepath.Join(ws, "sub")) - countFiles(t, tc.cap); res.Files != wantFiles {
+			t.Errorf("ws %q, capsule %q: %d files recorded, want %d", tc.ws, tc.cap, res.Files, wantFiles)
+		}
+	}
+}
+
+func countFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -31,7 +31,8 @@ var (
 // Flushes run on a goroutine of their own, one at a time, while the next
 // batch is written. Nothing added may be trusted before Close returns nil.
 type blobBatch struct {
-	s *BlobStore
+	s      *BlobStore
+	filter *blobFilter // nil: ask the store about every blob
 
 	mu       sync.Mutex
 	cur      []pendingBlob
@@ -52,9 +53,10 @@ type pendingBlob struct {
 	tmp string
 }
 
-// newBlobBatch starts a batch on s. The caller must Close it.
-func newBlobBatch(s *BlobStore) *blobBatch {
-	b := &blobBatch{s: s, inflight: map[digest.Digest]bool{},
+// newBlobBatch starts a batch on s for a workspace of about files files.
+// The caller must Close it.
+func newBlobBatch(s *BlobStore, files int) *blobBatch {
+	b := &blobBatch{s: s, filter: newBlobFilter(s, files), inflight: map[digest.Digest]bool{},
 		full: make(chan []pendingBlob, 1), done: make(chan struct{})}
 	go b.flusher()
 	return b
@@ -68,11 +70,14 @@ func (b *blobBatch) Add(want digest.Digest, r io.Reader) (bool, error) {
 	if err := b.failed(); err != nil {
 		return false, err
 	}
-	if has, err := b.s.Has(want); err != nil || has {
+	if has, err := b.has(want); err != nil || has {
 		return false, err
 	}
 	if !b.reserve(want) {
 		return false, nil
+	}
+	if b.filter != nil {
+		b.filter.add(want) // from now on the store may hold it
 	}
 	b.s.rlock()
 	tmp, n, err := b.write(want, r)
@@ -83,6 +88,15 @@ func (b *blobBatch) Add(want digest.Digest, r io.Reader) (bool, error) {
 	}
 	b.push(pendingBlob{d: want, tmp: tmp}, n)
 	return true, nil
+}
+
+// has reports whether the store holds d, asking it only when the filter
+// cannot rule d out.
+func (b *blobBatch) has(d digest.Digest) (bool, error) {
+	if b.filter != nil && b.filter.absent(d) {
+		return false, nil
+	}
+	return b.s.Has(d)
 }
 
 // AddBytes is Add for a blob held in memory, whose digest the caller has

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/vfs"
 	"github.com/agentcapsule/capsule/vfs/vfstest"
@@ -120,4 +121,102 @@ func TestCrashDuringBatchedSnapshot(t *testing.T) {
 				t.Fatalf("%s: snapshot has %d files", at, n)
 			}
 		})
+}
+
+// blobStats counts the stats of names in the blob folder among ops.
+func blobStats(ops []vfs.OpRecord) int {
+	n := 0
+	for _, op := range ops {
+		if op.Op == vfs.OpStat && strings.HasPrefix(op.Path, "/cap/"+manifest.BlobsDir+"/") {
+			n++
+		}
+	}
+	return n
+}
+
+// A snapshot of new files into an empty store asks the store about none
+// of their blobs (the filter rules each out), and still stores each blob
+// once: a duplicate whose first copy was installed in an earlier batch is
+// found present. A second snapshot of the same tree asks about each blob
+// and stores none.
+func TestSnapshotFilterSkipsStatsOfNewBlobs(t *testing.T) {
+	withBatchBlobs(t, 2)
+	mem := vfs.NewMem()
+	if _, err := Init(mem, "/cap", testConfig()); err != nil {
+		t.Fatal(err)
+	}
+	writeWorkspace(t, mem, batchedFiles)
+	faulty := vfs.NewFaulty(mem)
+	c, err := Open(faulty, "/cap", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	faulty.ResetOps()
+	res, err := c.SnapshotFrom("/ws", SnapshotConfig{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One stat per blob remains: the install's check that the name is free.
+	// Without the filter each blob is looked up once more before it is written.
+	if got := blobStats(faulty.Ops()); res.NewBlobs != 6 || got > 6+1 {
+		t.Errorf("first snapshot: %d new blobs (want 6), %d stats in the blob folder (want at most 7)", res.NewBlobs, got)
+	}
+	faulty.ResetOps()
+	res, err = c.SnapshotFrom("/ws", SnapshotConfig{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := blobStats(faulty.Ops()); res.NewBlobs != 0 || got < 6 {
+		t.Errorf("second snapshot: %d new blobs (want 0), %d stats in the blob folder (want one per blob at least)", res.NewBlobs, got)
+	}
+}
+
+// The filter rules out no blob the store holds or the filter was told of,
+// and most others; a store larger than the listing bound gets no filter.
+func TestBlobFilter(t *testing.T) {
+	mem := vfs.NewMem()
+	s := NewBlobStore(mem, "/blobs")
+	var held []digest.Digest
+	for i := range 100 {
+		d, _, err := s.Put(strings.NewReader(fmt.Sprint("held ", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, d)
+	}
+	if err := vfs.WriteFile(mem, "/blobs/.tmp-blob-x", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newBlobFilter(s, 1000)
+	if f == nil {
+		t.Fatal("no filter for a store of 100 blobs")
+	}
+	for _, d := range held {
+		if f.absent(d) {
+			t.Fatalf("%s is held but the filter rules it out", d.Short())
+		}
+	}
+	ruledOut := 0
+	for i := range 1000 {
+		d := digest.FromBytes([]byte(fmt.Sprint("new ", i)))
+		if f.absent(d) {
+			ruledOut++
+		}
+		f.add(d)
+		if f.absent(d) {
+			t.Fatalf("%s was added but the filter rules it out", d.Short())
+		}
+	}
+	if ruledOut < 950 {
+		t.Errorf("the filter ruled out %d of 1000 new blobs, want at least 950", ruledOut)
+	}
+	if f := newBlobFilter(NewBlobStore(mem, "/missing"), 10); f == nil || !f.absent(held[0]) {
+		t.Errorf("a store not yet created: filter %v, want an empty one", f)
+	}
+	old := filterScanMin
+	filterScanMin = 10
+	defer func() { filterScanMin = old }()
+	if f := newBlobFilter(s, 10); f != nil {
+		t.Errorf("a store of 100 blobs, bound 10 + 4 x 10: got a filter, want none")
+	}
 }

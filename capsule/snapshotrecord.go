@@ -56,7 +56,7 @@ func (s *stream) file(p string) {
 // to sink in order. It returns once every blob is durable.
 func (w *walker) record(store *BlobStore, cfg SnapshotConfig, res *SnapshotResult, sink entrySink) error {
 	p := newLockedProgress(cfg.Progress)
-	batch := newBlobBatch(store)
+	batch := newBlobBatch(store, w.files)
 	s := &stream{jobs: make(chan *slot, window), order: make(chan *slot, window)}
 	var wg sync.WaitGroup
 	for range workers(cfg.Workers) {
@@ -296,7 +296,7 @@ func (w *walker) storeSmall(batch *blobBatch, src io.Reader, f *Entry, p Progres
 // storeCopy adds f's blob to batch, reading the file again, unless the
 // store or the batch has it.
 func (w *walker) storeCopy(batch *blobBatch, f Entry) (bool, error) {
-	if has, err := batch.s.Has(f.Blob); err != nil || has {
+	if has, err := batch.has(f.Blob); err != nil || has {
 		return false, err
 	}
 	src, err := w.fsys.Open(hostPath(w.root, f.Path))

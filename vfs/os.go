@@ -13,7 +13,7 @@ var _ FS = OS{}
 
 // OpenFile implements FS.
 func (OS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	f, err := os.OpenFile(name, flag, perm)
+	f, err := openFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -22,7 +22,7 @@ func (OS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 
 // Open implements FS.
 func (OS) Open(name string) (File, error) {
-	f, err := os.Open(name)
+	f, err := openFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (OS) Chmod(name string, mode fs.FileMode) error { return os.Chmod(name, mod
 // SyncDir implements FS. It opens the directory and fsyncs it, which is what
 // makes a rename or a new entry survive a power loss on Linux.
 func (OS) SyncDir(name string) error {
-	d, err := os.Open(name)
+	d, err := openFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
