@@ -75,6 +75,8 @@ python3 -c "import socket; socket.socket().bind(('$ipB', 0))" 2>/dev/null || ipB
 
 freeport() { python3 -c "import socket; s=socket.socket(); s.bind(('$1', 0)); print(s.getsockname()[1])"; }
 peak() { awk '/^VmHWM/{print int($2/1024)}' "/proc/$1/status"; }
+# cpu PID: the process's user + system CPU seconds so far.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{sub(/^.*\) /, ""); print ($12 + $13) / hz}' "/proc/$1/stat"; }
 median() { sort -g | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
 # workspace: the mixed-size tree, once.
@@ -148,17 +150,20 @@ move_run() {
     perf record -F 199 -g -o "$dir/perf-$round.data" -p "$B_pid" 2>"$dir/perf.log" &
     perfpid=$!
   fi
+  local ca cb
+  ca=$(cpu "$A_pid") cb=$(cpu "$B_pid")
   t0=$EPOCHREALTIME
   "$cap" move "$agent" --to "$B_id" --data "$dir/A" >"$dir/move.out" 2> >(while read -r l; do echo "$EPOCHREALTIME $l"; done >"$dir/phases-$round")
   t1=$EPOCHREALTIME
   [ -z "$perfpid" ] || { kill -INT "$perfpid"; wait "$perfpid" || true; }
   awk "BEGIN{print $t1 - $t0}" >>"$dir/m/move"
+  echo "$(cpu "$A_pid") $ca $(cpu "$B_pid") $cb" | awk '{printf "%.2f %.2f\n", $1 - $2, $3 - $4}' >>"$dir/m/cpu"
   peak "$A_pid" >>"$dir/m/rssA"
   peak "$B_pid" >>"$dir/m/rssB"
   sed -n 's/.*frozen \([0-9]*\) ms.*/\1/p' "$dir/move.out" | head -1 | awk '{print $1/1000}' >>"$dir/m/frozen"
   sleep 0.2 # the progress reader's last lines
   phases "$t0" "$t1" <"$dir/phases-$round" >>"$dir/m/phases"
-  echo "  move: $(tail -1 "$dir/m/move") s; $(tail -1 "$dir/m/phases"); $(cat "$dir/move.out")" >&2
+  echo "  move: $(tail -1 "$dir/m/move") s, CPU s A B: $(tail -1 "$dir/m/cpu"); $(tail -1 "$dir/m/phases"); $(cat "$dir/move.out")" >&2
 }
 
 # phases T0 T1: "phase seconds ..." from the timestamped progress lines.
@@ -200,6 +205,7 @@ echo "first move of a $((wsbytes >> 20)) MiB workspace, median of $runs interlea
 printf "  capsule move A -> B        %7.2f s   (all: %s)\n" "$mv_s" "$(xargs printf '%.2f ' <"$dir/m/move")"
 printf "    phases (median s)        %s\n" "$(awk '{for (i = 1; i < NF; i += 2) print $i, $(i+1)}' "$dir/m/phases" | sort -k1,1 -s | awk '{v[$1] = v[$1] " " $2} END {for (p in v) print p, v[p]}' | while read -r p vs; do echo -n "$p $(echo "$vs" | tr ' ' '\n' | median)  "; done)"
 printf "    frozen window (median)   %7.3f s\n" "$(median <"$dir/m/frozen")"
+printf "    CPU during the move (median s): A (source) %s, B (target) %s\n" "$(cut -d' ' -f1 "$dir/m/cpu" | median)" "$(cut -d' ' -f2 "$dir/m/cpu" | median)"
 printf "    peak RSS during the move A (source) %s MiB, B (target) %s MiB (largest of the rounds)\n" "$(sort -g "$dir/m/rssA" | tail -1)" "$(sort -g "$dir/m/rssB" | tail -1)"
 printf "  rsync -a %-8s capsule   %7.2f s   (all: %s)\n" "${fsync_flag:-+ sync}" "$rs_s" "$(xargs printf '%.2f ' <"$dir/m/rsync")"
 printf "  rsync -a %-8s workspace %7.2f s   (all: %s)\n" "${fsync_flag:-+ sync}" "$rw_s" "$(xargs printf '%.2f ' <"$dir/m/rsyncws")"
