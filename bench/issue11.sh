@@ -15,9 +15,12 @@
 # where the ratio is capsule against the comparator (before -> after), and
 # "met?" judges the after build against the issue's target.
 #
-#   §2  peak RSS of verify, snapshot, export, import, checkout at 10k and
-#       100k files of 1 KiB (and 1M with -million), and of render, log,
-#       log verify, log merge at 100k and 1M events (target < 100 MiB)
+#   §2  peak RSS of verify, snapshot, export, import, checkout at 10k files
+#       of 1 KiB (and 1M with -million), and at 100k files from §3's runs on
+#       100k x 10 KiB (the issue's 1 GB workspace; 100k x 1 KiB of their own
+#       when §3 is not run), and of render, log, log verify, log merge at
+#       100k and 1M events (target < 100 MiB). The file-count cases of their
+#       own run -rssruns rounds (default 1: a peak RSS hardly varies).
 #   §3  snapshot of 10k x 100 KiB (<= 1.5x) and 100k x 10 KiB (<= 2x)
 #       against tar -cf + sync; export --no-verify of 100k x 10 KiB against
 #       tar -cf, import against tar -xf and tar -xf + sha256sum -c (>= 0.8x)
@@ -30,8 +33,8 @@
 #
 #   bench/issue11.sh                    # §2-§5, RUNS=3, 1M events, no 1M files
 #   bench/issue11.sh -quick             # small sizes, one round: a smoke run
-#   bench/issue11.sh -million           # also 1M files in §2 (one round; ~8 GiB
-#                                       # of disk and 6M inodes at once)
+#   bench/issue11.sh -million           # also 1M files in §2 (~18 GiB of disk and
+#                                       # 5M inodes at once, checked first)
 #   bench/issue11.sh -sections "3 5" -runs 5
 #   bench/issue11.sh -million-before    # with -million, also before's 1M-file
 #                                       # snapshot (an fsync per blob: many minutes)
@@ -46,7 +49,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
-before_ref=592e81d runs=3 sections="2 3 4 5" quick="" million="" million_before="" dir="" out=""
+before_ref=592e81d runs=3 rssruns=1 sections="2 3 4 5" quick="" million="" million_before="" dir="" out=""
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -54,6 +57,7 @@ while [ $# -gt 0 ]; do
   -million) million=1 ;;
   -million-before) million=1 million_before=1 ;;
   -runs) runs=$2; shift ;;
+  -rssruns) rssruns=$2; shift ;;
   -sections) sections=$2; shift ;;
   -before) before_ref=$2; shift ;;
   -dir) dir=$2; shift ;;
@@ -69,13 +73,14 @@ for tool in git go tar openssl sha256sum /usr/bin/time; do
 done
 
 # The sizes of every case; -quick shrinks them all.
-files="10000 100000" events="100000 1000000"
+files="10000" events="100000 1000000"
 snapsets="10000:102400 100000:10240" xfer=100000:10240
 big=$((1 << 30)) many=10000:102400 hashruns=$((runs > 5 ? runs : 5))
 if [ -n "$quick" ]; then
-  runs=1 hashruns=1 files="1000" events="10000"
+  runs=1 hashruns=1 files="500" events="10000"
   snapsets="500:102400 2000:10240" xfer=2000:10240 big=$((64 << 20)) many=500:102400
 fi
+want 3 || files="$files ${xfer%%:*}"
 [ -n "$million" ] && files="$files 1000000"
 
 if [ -n "$dir" ]; then mkdir -p "$dir"; work=$(mktemp -d "$dir/issue11.XXXXXX"); else work=$(mktemp -d -p /var/tmp issue11.XXXXXX); fi
@@ -198,14 +203,13 @@ say() { echo "== $* ($(date -u +%H:%M:%S), load $(cut -d' ' -f1 /proc/loadavg))"
 
 # files_rss N: §2, peak RSS of the file commands at N files of 1 KiB.
 files_rss() {
-  local n=$1 d=$work/files-$1 r=$runs t c steps=()
+  local n=$1 d=$work/files-$1 r=$rssruns t c steps=()
   need "$work" $((n * 16 / 1000 / 1000 + 2)) $((n * 5 + 100000))
   mkdir -p "$d"
   say "§2 $(count "$n") files of 1 KiB: making the data"
   "$work/bin/exportdata" -direct -dir "$d/cap" -n "$n" -size 1024
   "$work/bin/mktree" -dir "$d/ws" -n "$n" -size 1024
   "$A" export "$d/cap" -o "$d/in.tar" -q --no-verify >/dev/null
-  [ "$n" -ge 1000000 ] && r=1
   for t in before after; do
     for c in verify export import checkout snapshot; do
       if [ "$c$t$n" = snapshotbefore1000000 ] && [ -z "$million_before" ]; then continue; fi
@@ -214,10 +218,17 @@ files_rss() {
   done
   say "§2 $(count "$n") files: $r round(s)"
   interleave "$r" "${steps[@]}"
-  for c in verify snapshot export import checkout; do
-    row rss "§2 $c, $(count "$n") files x 1 KiB: peak RSS" "f$n-$c" "" "" 100
-  done
+  files_rows "$(count "$n") files x 1 KiB" "f$n-"
   rm -rf "$d"
+}
+
+# files_rows WHAT PREFIX: the §2 rows of the file commands' runs
+# PREFIX{verify,snapshot,export,import,checkout}.
+files_rows() {
+  local c
+  for c in verify snapshot export import checkout; do
+    if has "$2$c.after"; then row rss "§2 $c, $1: peak RSS" "$2$c" "" "" 100; fi
+  done
 }
 
 # file_cmd CMD TOOL N DIR: one run of a file command (outputs removed after).
@@ -326,6 +337,10 @@ transfer_case() {
   for t in before after; do
     steps+=("rm -f $d/x.tar; timed x$n-export.$t $(bin "$t") export $d/cap -o $d/x.tar -q --no-verify"
       "timed x$n-import.$t $(bin "$t") import $d/in.tar -o $d/i -q --max-entries $((2 * n + 1000)); rm -rf $d/i; sync")
+    if want 2; then
+      steps+=("timed x$n-verify.$t $(bin "$t") verify $d/cap -q"
+        "timed x$n-checkout.$t $(bin "$t") checkout $d/cap --to $d/co; rm -rf $d/co; sync")
+    fi
   done
   say "§3 export/import $(count "$n"): $runs round(s)"
   interleave "$runs" "${steps[@]}"
@@ -334,6 +349,12 @@ transfer_case() {
   row faster "§3 export --no-verify, $f" "x$n-export" "x$n-export.tar" "tar -cf" "$([ "$n" = 100000 ] && echo 0.8 || echo -)"
   row faster "§3 import (verifies, syncs), $f" "x$n-import" "x$n-import.tar" "tar -xf" "$([ "$n" = 100000 ] && echo 0.8 || echo -)"
   row faster "§3 import (verifies, syncs), $f" "x$n-import" "x$n-import.tarsum" "tar -xf + sha256sum -c" "$([ "$n" = 100000 ] && echo 0.8 || echo -)"
+  if want 2; then
+    for t in before after; do
+      if has "s$n.$t"; then cp "$m/s$n.$t" "$m/x$n-snapshot.$t"; fi
+    done
+    files_rows "$f (§3's runs)" "x$n-"
+  fi
   rm -rf "$d"
 }
 
@@ -391,5 +412,5 @@ fi
   echo
   echo "| figure | comparator | before | after | ratio (before -> after) | peak RSS before / after | target | met? |"
   echo "|---|---|---|---|---|---|---|---|"
-  cat "$work/table"
+  sort -s -k2,2 "$work/table"
 } | tee ${out:+"$out"}
