@@ -29,6 +29,8 @@
 #   RUNS=1 bench/firstmove.sh /var/tmp/fm
 #   PERF=1 RUNS=1 bench/firstmove.sh   # also perf record the target node during
 #                                      # the move; prints its top functions
+#   STRACE=1 RUNS=1 bench/firstmove.sh # also count the target's system calls
+#                                      # during the move (strace -c; slows it)
 #   SCALE=8 bench/firstmove.sh         # 1/8 of every file count: a quick look
 #
 # Needs rsync (installed with apt-get when missing and run as root), GNU
@@ -41,6 +43,7 @@ export PATH="/usr/local/go/bin:$PATH"
 runs=${RUNS:-3}
 scale=${SCALE:-1}
 perf=${PERF:-}
+strace=${STRACE:-}
 
 if ! command -v rsync >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then
@@ -152,6 +155,11 @@ move_run() {
   fi
   local ca cb
   ca=$(cpu "$A_pid") cb=$(cpu "$B_pid")
+  if [ -n "$strace" ]; then
+    strace -c -f -qq -o "$dir/strace-$round.txt" $(for t in /proc/"$B_pid"/task/*; do echo "-p ${t##*/}"; done) &
+    perfpid=$!
+    sleep 1 # attached to every thread
+  fi
   t0=$EPOCHREALTIME
   "$cap" move "$agent" --to "$B_id" --data "$dir/A" >"$dir/move.out" 2> >(while read -r l; do echo "$EPOCHREALTIME $l"; done >"$dir/phases-$round")
   t1=$EPOCHREALTIME
@@ -211,6 +219,10 @@ printf "  rsync -a %-8s capsule   %7.2f s   (all: %s)\n" "${fsync_flag:-+ sync}"
 printf "  rsync -a %-8s workspace %7.2f s   (all: %s)\n" "${fsync_flag:-+ sync}" "$rw_s" "$(xargs printf '%.2f ' <"$dir/m/rsyncws")"
 printf "  RATIO move / rsync of the capsule folder:   %.2f  (target <= 1.0)\n" "$(awk "BEGIN{print $mv_s / $rs_s}")"
 printf "  RATIO move / rsync of the workspace folder: %.2f\n" "$(awk "BEGIN{print $mv_s / $rw_s}")"
+if [ -n "$strace" ]; then
+  echo "  target node's system calls during the move (strace -c -f, round 1):"
+  head -20 "$dir/strace-0.txt" | sed 's/^/    /'
+fi
 if [ -n "$perf" ]; then
   echo "  target node during the move (perf, round 1, top 25 by self time):"
   perf report -i "$dir/perf-0.data" --no-children -g none --stdio --sort symbol 2>/dev/null | grep -v '^#' | grep '%' | head -25 | sed 's/^/    /'

@@ -9,7 +9,8 @@
 # bench/exportdata -direct, bench/journalbench); then each case runs its
 # tools RUNS times, interleaved and rotated round by round so that load
 # elsewhere on the machine hits them alike. Wall time comes from bash's
-# clock, peak RSS from GNU time (the largest of the runs). At the end it
+# clock, CPU time (user + system) and peak RSS from GNU time: the cells
+# give the median wall and CPU seconds, the RSS the largest of the runs. At the end it
 # prints one markdown table:
 #   figure | comparator | before | after | ratio | peak RSS | target | met?
 # where the ratio is capsule against the comparator (before -> after), and
@@ -114,18 +115,18 @@ build() {
 bin() { if [ "$1" = before ]; then echo "$B"; else echo "$A"; fi; }
 
 # timed LABEL CMD...: one run of CMD, stdout discarded; appends "seconds
-# peak_KiB" to $m/LABEL.
+# peak_KiB cpu_seconds" (user + system, children included) to $m/LABEL.
 timed() {
   local label=$1 t0 t1
   shift
   t0=$EPOCHREALTIME
-  if ! /usr/bin/time -f "%M" -o "$work/rss" "$@" >/dev/null 2>"$work/err"; then
+  if ! /usr/bin/time -f "%M %U %S" -o "$work/rss" "$@" >/dev/null 2>"$work/err"; then
     echo "bench/issue11.sh: $label: $*" >&2
     cat "$work/err" >&2
     return 1
   fi
   t1=$EPOCHREALTIME
-  echo "$(awk "BEGIN{print $t1 - $t0}") $(tail -1 "$work/rss")" >>"$m/$label"
+  echo "$(awk "BEGIN{print $t1 - $t0}") $(tail -1 "$work/rss" | awk '{print $1, $2 + $3}')" >>"$m/$label"
 }
 
 # interleave ROUNDS STEP...: runs the STEPs (shell snippets) ROUNDS times,
@@ -142,10 +143,11 @@ interleave() {
 
 # secs LABEL: median seconds; mib LABEL: the largest peak RSS in MiB.
 secs() { sort -g "$m/$1" | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+cpus() { sort -g -k3 "$m/$1" | awk '{v[NR]=$3} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 mib() { sort -g -k2 "$m/$1" | tail -1 | awk '{printf "%.0f", $2/1024}'; }
 has() { [ -s "$m/$1" ]; }
 fmt_s() { awk -v s="$1" 'BEGIN{printf (s < 10 ? "%.3f s" : "%.1f s"), s}'; }
-cell() { if has "$1"; then echo "$(fmt_s "$(secs "$1")") (n=$(wc -l <"$m/$1"))"; else echo skipped; fi; }
+cell() { if has "$1"; then echo "$(fmt_s "$(secs "$1")") (cpu $(fmt_s "$(cpus "$1")"), n=$(wc -l <"$m/$1"))"; else echo skipped; fi; }
 rsscell() { if has "$1"; then mib "$1"; else echo -n "-"; fi; }
 human() { awk -v n="$1" 'function p(v, u) { printf (v == int(v) ? "%d %s" : "%.1f %s"), v, u } BEGIN{if (n >= 2^30) p(n/2^30, "GiB"); else if (n >= 2^20) p(n/2^20, "MiB"); else if (n >= 1024) p(n/1024, "KiB"); else p(n, "B")}'; }
 count() { awk -v n="$1" 'BEGIN{if (n >= 1e6 && n % 1e6 == 0) printf "%gM", n/1e6; else if (n >= 1e3 && n % 1e3 == 0) printf "%gk", n/1e3; else print n}'; }
@@ -160,7 +162,7 @@ count() { awk -v n="$1" 'BEGIN{if (n >= 1e6 && n % 1e6 == 0) printf "%gM", n/1e6
 row() {
   local kind=$1 fig=$2 c=$3 comp=$4 cname=$5 target=$6
   local b=$c.before a=$c.after compcell="-" ratio="-" tcell met="-"
-  if [ -n "$comp" ]; then compcell="$cname $(fmt_s "$(secs "$comp")")"; fi
+  if [ -n "$comp" ]; then compcell="$cname $(fmt_s "$(secs "$comp")") (cpu $(fmt_s "$(cpus "$comp")"))"; fi
   local r expr="" v=""
   case $kind in
   slower) expr='x / c'; tcell="<= ${target}x" ;;
@@ -402,7 +404,7 @@ if want 3; then
 fi
 if want 5; then
   hash_case "one file of $(human "$big")" 1 "$big" 1.0
-  hash_case "${many%%:*} x $(human "${many##*:}")" "${many%%:*}" "${many##*:}" 1.5
+  hash_case "$(count "${many%%:*}") x $(human "${many##*:}")" "${many%%:*}" "${many##*:}" 1.5
 fi
 
 {
