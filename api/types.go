@@ -81,6 +81,11 @@ const (
 	PhaseActivate = "activate"
 	PhaseResolve  = "resolve"
 	PhaseDone     = "done"
+	// PhaseAborting is the MoveStatus of a move the source rolled back
+	// while it still asks the target to discard the move's staging: the
+	// agent runs here again, and a new move is refused until the target
+	// answers (or `capsule move resolve --force` gives the abort up).
+	PhaseAborting = "aborting"
 	// PhaseNone is the MoveStatus of an agent that never moved from this
 	// node (the other fields are empty).
 	PhaseNone = "none"

@@ -361,8 +361,8 @@ func quiet(vs []view) (int, bool) {
 		case api.StateFrozen, api.StateBlocked:
 			return -1, false
 		}
-		if m := v.st.Move; m != nil && m.Outcome != api.OutcomeCommitted && m.Outcome != api.OutcomeRolledBack {
-			return -1, false
+		if m := v.st.Move; m != nil && (m.Outcome != api.OutcomeCommitted && m.Outcome != api.OutcomeRolledBack || m.Phase == api.PhaseAborting) {
+			return -1, false // unfinished, or rolled back with its abort not yet answered
 		}
 	}
 	return holder, holder >= 0

@@ -105,12 +105,19 @@ func TestForceResolveClearsStuckAbort(t *testing.T) {
 	if _, err := a.startMove(id, c.ID()); !errors.Is(err, api.ErrConflict) {
 		t.Fatalf("move while the abort is retried: err = %v, want a conflict", err)
 	}
+	// Both views say why the move is refused: the abort is still out.
+	if ms, err := a.MoveStatus(t.Context(), id); err != nil || ms.Phase != api.PhaseAborting || ms.Outcome != api.OutcomeRolledBack {
+		t.Errorf("move status while the abort is retried: %+v, %v; want phase %s, outcome %s", ms, err, api.PhaseAborting, api.OutcomeRolledBack)
+	}
+	if as := agentStatus(t, a, id); as.Move == nil || as.Move.Phase != api.PhaseAborting {
+		t.Errorf("agent status while the abort is retried: move %+v, want phase %s", as.Move, api.PhaseAborting)
+	}
 	st, err := a.Resolve(t.Context(), id, api.ResolveRequest{Force: true, By: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Outcome != api.OutcomeRolledBack {
-		t.Errorf("resolve --force: %+v, want outcome rolled back", st)
+	if st.Outcome != api.OutcomeRolledBack || st.Phase == api.PhaseAborting {
+		t.Errorf("resolve --force: %+v, want outcome rolled back, no longer aborting", st)
 	}
 	mr := startWithin(t, a, c, id, 0)
 	<-mr.done

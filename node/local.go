@@ -255,7 +255,7 @@ func (n *Node) MoveStatus(ctx context.Context, id string) (api.MoveStatus, error
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.src.move != nil {
-		return a.src.move.status(), nil
+		return a.moveStatus(), nil
 	}
 	if a.src.machine != nil {
 		st := a.src.machine.State()
@@ -315,8 +315,9 @@ func (n *Node) Resolve(ctx context.Context, id string, req api.ResolveRequest) (
 }
 
 // phaseAborting is the phase of a rolled-back source still asking its
-// target to discard the move's staging (transfer's Source.Phase).
-const phaseAborting = "aborting"
+// target to discard the move's staging (transfer's Source.Phase), shown
+// to users as api.PhaseAborting.
+const phaseAborting = api.PhaseAborting
 
 // giveUpAbort stops cleaning up a rolled-back move at once, as running out
 // of its abort budget would: the agent already runs here at its old

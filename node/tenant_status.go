@@ -34,10 +34,22 @@ func (a *tenant) status() api.AgentStatus {
 		st.Events = int(a.log.Pos().Count)
 	}
 	if src != nil && a.src.move != nil && a.src.move.id == src.State().Move {
-		ms := a.src.move.status()
+		ms := a.moveStatus()
 		st.Move = &ms
 	}
 	return st
+}
+
+// moveStatus is the status of the source's latest move run. The run's own
+// phase is the last one it reported (resolve, done); a rolled-back move
+// whose abort the target has not yet answered is shown as aborting, since
+// that is why a new move is refused. Caller holds a.mu; a.src.move is set.
+func (a *tenant) moveStatus() api.MoveStatus {
+	ms := a.src.move.status()
+	if m := a.src.machine; m != nil && m.Phase() == phaseAborting && m.State().Move == ms.MoveID {
+		ms.Phase = api.PhaseAborting
+	}
+	return ms
 }
 
 // state derives the agent's state from the durable holder record, the
