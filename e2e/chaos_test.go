@@ -105,12 +105,6 @@ func (c *cluster) chaosRounds(agent string, plan []round, holder int) int {
 		t.Logf("          phases %s; faults began in %s", tr.phases(), strings.Join(where, ", "))
 		holder = c.settle(agent)
 		t.Logf("          settled after %v; holder %s", time.Since(began).Round(time.Millisecond), c.procs[holder].name)
-		if outcome == api.OutcomeRolledBack {
-			// The source still sends abort to the old target (garbage
-			// collection of its staging) and refuses a new move until it
-			// is answered; give it a few retry intervals on healed links.
-			time.Sleep(600 * time.Millisecond)
-		}
 		if t.Failed() {
 			t.FailNow()
 		}
@@ -180,20 +174,7 @@ func (c *cluster) checkLiveness(agent string, holder int) {
 	c.t.Helper()
 	next := (holder + 1) % len(c.procs)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	var res api.MoveResult
-	var err error
-	for wait := 0; ; wait++ {
-		res, err = c.move(ctx, c.procs[holder], agent, c.procs[next])
-		// A holder that rolled back the last chaos move keeps asking that
-		// move's target to discard its staging, and refuses a new move
-		// until it is answered (docs/PROTOCOL.md, abort): on healed links
-		// the next retry reaches it. Ask again for a bounded time; an
-		// abort never answered fails the test below.
-		if err == nil || !strings.Contains(err.Error(), "is aborting") || wait == 100 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	res, err := c.move(ctx, c.procs[holder], agent, c.procs[next])
 	cancel()
 	if err != nil || res.Outcome != api.OutcomeCommitted {
 		c.t.Fatalf("final move %s -> %s without faults: %+v, %v\n%s", c.procs[holder].name, c.procs[next].name, res, err, c.describe(c.views(agent)))
@@ -283,7 +264,9 @@ func firstLine(s string) string {
 
 // settle waits until the cluster is quiet: every node up and answering,
 // exactly one running the agent, none frozen or blocked, and every move
-// known to a node finished. A move left waiting (its activate unanswered)
+// known to a node finished, a rolled-back one included only once its
+// abort is answered (until then its source refuses a new move, PROTOCOL
+// §9.2). A move left waiting (its activate unanswered)
 // gets the operator's `capsule move resolve`. It returns the holder.
 func (c *cluster) settle(agent string) int {
 	c.t.Helper()
