@@ -88,6 +88,8 @@ if [ -n "$dir" ]; then mkdir -p "$dir"; work=$(mktemp -d "$dir/issue11.XXXXXX");
 trap 'rm -rf "$work"' EXIT
 m=$work/m
 mkdir -p "$m" "$work/bin"
+tmp=$m # bench/clitime.sh keeps one file per label in $tmp
+. bench/clitime.sh
 
 # build: the before binary (cached by commit), the after binary and the
 # data makers, all into $work/bin except the cached one.
@@ -114,19 +116,12 @@ build() {
 # bin TOOL: the capsule binary of before or after.
 bin() { if [ "$1" = before ]; then echo "$B"; else echo "$A"; fi; }
 
-# timed LABEL CMD...: one run of CMD, stdout discarded; appends "seconds
-# peak_KiB cpu_seconds" (user + system, children included) to $m/LABEL.
+# timed LABEL CMD...: one run of CMD (bench/clitime.sh's clirun), stdout
+# discarded; appends "wall_seconds cpu_seconds peak_KiB" to $m/LABEL.
 timed() {
-  local label=$1 t0 t1
+  local label=$1
   shift
-  t0=$EPOCHREALTIME
-  if ! /usr/bin/time -f "%M %U %S" -o "$work/rss" "$@" >/dev/null 2>"$work/err"; then
-    echo "bench/issue11.sh: $label: $*" >&2
-    cat "$work/err" >&2
-    return 1
-  fi
-  t1=$EPOCHREALTIME
-  echo "$(awk "BEGIN{print $t1 - $t0}") $(tail -1 "$work/rss" | awk '{print $1, $2 + $3}')" >>"$m/$label"
+  clirun "$label" "$@" || { echo "bench/issue11.sh: $label: $*" >&2; return 1; }
 }
 
 # interleave ROUNDS STEP...: runs the STEPs (shell snippets) ROUNDS times,
@@ -142,9 +137,9 @@ interleave() {
 }
 
 # secs LABEL: median seconds; mib LABEL: the largest peak RSS in MiB.
-secs() { sort -g "$m/$1" | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-cpus() { sort -g -k3 "$m/$1" | awk '{v[NR]=$3} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-mib() { sort -g -k2 "$m/$1" | tail -1 | awk '{printf "%.0f", $2/1024}'; }
+secs() { median 1 "$1"; }
+cpus() { median 2 "$1"; }
+mib() { echo $(($(maxof 3 "$1") / 1024)); }
 has() { [ -s "$m/$1" ]; }
 fmt_s() { awk -v s="$1" 'BEGIN{printf (s < 10 ? "%.3f s" : "%.1f s"), s}'; }
 cell() { if has "$1"; then echo "$(fmt_s "$(secs "$1")") (cpu $(fmt_s "$(cpus "$1")"), n=$(wc -l <"$m/$1"))"; else echo skipped; fi; }
@@ -203,6 +198,14 @@ need() {
 warm() { find "$1" -type f -exec cat {} + >/dev/null; }
 say() { echo "== $* ($(date -u +%H:%M:%S), load $(cut -d' ' -f1 /proc/loadavg))" >&2; }
 
+# as_before DIR: rolls a capsule the data makers wrote (this tree's schema
+# versions) down to the versions the before binary reads, with the after
+# binary's own migrate: both sides then read the same bytes, before as its
+# own format and after through its migration steps, as on an upgrade.
+as_before() {
+  "$A" migrate "$1" --to 0.1.0 >/dev/null
+}
+
 # files_rss N: §2, peak RSS of the file commands at N files of 1 KiB.
 files_rss() {
   local n=$1 d=$work/files-$1 r=$rssruns t c steps=()
@@ -210,6 +213,7 @@ files_rss() {
   mkdir -p "$d"
   say "§2 $(count "$n") files of 1 KiB: making the data"
   "$work/bin/exportdata" -direct -dir "$d/cap" -n "$n" -size 1024
+  as_before "$d/cap"
   "$work/bin/mktree" -dir "$d/ws" -n "$n" -size 1024
   "$A" export "$d/cap" -o "$d/in.tar" -q --no-verify >/dev/null
   for t in before after; do
@@ -329,7 +333,9 @@ transfer_case() {
   need "$work" $((n * (size + 4096) * 6 / (1 << 30) + 2)) $((n * 4 + 100000))
   mkdir -p "$d"
   say "§3 export/import $(count "$n") x $(human "$size"): making the capsule"
-  "$work/bin/exportdata" -direct -dir "$d/cap" -n "$n" -size "$size" -sums "$d/SUMS"
+  "$work/bin/exportdata" -direct -dir "$d/cap" -n "$n" -size "$size"
+  as_before "$d/cap"
+  (cd "$d/cap" && find . -type f -printf '%P\0' | sort -z | xargs -0 sha256sum) >"$d/SUMS"
   "$A" export "$d/cap" -o "$d/in.tar" -q --no-verify >/dev/null
   tar -cf "$d/ref.tar" -C "$d/cap" .
   warm "$d/cap"
@@ -381,6 +387,7 @@ hash_case() {
   need "$work" $((n * size / (1 << 30) + 2)) $((n + 100000))
   say "§5 verify of $title: making the capsule"
   "$work/bin/exportdata" -direct -dir "$d" -n "$n" -size "$size"
+  as_before "$d"
   find "$d/artifacts/blobs" -type f -print0 >"$work/list-$n"
   warm "$d"
   local steps=("timed h$n.openssl sh -c 'xargs -0 openssl dgst -sha256 <\"\$1\"' sh $work/list-$n")
