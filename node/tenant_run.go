@@ -217,3 +217,8 @@ func (a *tenant) why() string {
 	}
 	return "not running"
 }
+
+// wake tells the runner that something it waits for arrived (a user
+// event, a model change, an operator start): an idle or blocked agent
+// takes its next step now.
+func (a *tenant) wake() {}
