@@ -108,11 +108,6 @@ type tenant struct {
 	steps  atomic.Uint64
 }
 
-type runLoop struct {
-	stop chan struct{}
-	done chan struct{}
-}
-
 // peerUse counts the peer requests in flight for one agent, so that an
 // agent this node did not know is forgotten again when every request
 // about it was refused. Guarded by Node.mu.
