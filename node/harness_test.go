@@ -43,9 +43,9 @@ type nodeOpts struct {
 	endpoint  string
 	tools     func(workdir string) (agent.Toolbox, io.Closer, error)
 	toolWait  time.Duration
-	policy transfer.Policy
-	wrap   func(peer ID, rt http.RoundTripper) http.RoundTripper
-	env    map[string]string
+	policy    transfer.Policy
+	wrap      func(peer ID, rt http.RoundTripper) http.RoundTripper
+	env       map[string]string
 	// abortRetries is Config.AbortRetries (0: the default).
 	abortRetries int
 	// logger is Config.Logger (nil: testLogger).
