@@ -62,8 +62,7 @@ func (w *Workspace) target(op, p string) (fs.FileMode, bool, string) {
 	case err != nil:
 		return 0, false, explain(op, p, err)
 	case st.Mode()&fs.ModeSymlink != 0:
-		to, _ := w.root.Readlink(p)
-		return 0, false, fmt.Sprintf("%s: %q is a symbolic link (to %q); %s does not replace links: write to the file it names if that is inside the workspace", op, p, to, op)
+		return 0, false, w.linkRefusal(op, p)
 	case st.IsDir():
 		return 0, false, fmt.Sprintf("%s: %q is a directory", op, p)
 	case !st.Mode().IsRegular():
@@ -149,4 +148,14 @@ func (w *Workspace) editFile(_ context.Context, raw json.RawMessage) Result {
 		return failf("%s", explain(EditFile, p, err))
 	}
 	return Result{Content: fmt.Sprintf("replaced %d occurrence(s) in %s", n, p)}
+}
+
+// linkRefusal says why op does not write the symbolic link p, naming its
+// target only when the target is inside the workspace.
+func (w *Workspace) linkRefusal(op, p string) string {
+	if _, err := w.root.Stat(p); escapes(err) {
+		return fmt.Sprintf("%s: %q is a symbolic link that leads outside the workspace; tools reach only files inside it", op, p)
+	}
+	to, _ := w.root.Readlink(p)
+	return fmt.Sprintf("%s: %q is a symbolic link (to %q); %s does not replace links: write to the file it names", op, p, to, op)
 }
