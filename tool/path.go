@@ -20,10 +20,10 @@ func clean(p string) (string, string) {
 	if strings.ContainsRune(p, 0) {
 		return "", fmt.Sprintf("path %q contains a NUL byte", p)
 	}
-	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || (len(p) > 1 && p[1] == ':') {
+	if strings.HasPrefix(p, "/") {
 		return "", fmt.Sprintf("path %q is absolute; paths are relative to the workspace root (e.g. src/main.go)", p)
 	}
-	c := path.Clean(strings.ReplaceAll(p, `\`, "/"))
+	c := path.Clean(p)
 	if c == ".." || strings.HasPrefix(c, "../") {
 		return "", fmt.Sprintf("path %q leads outside the workspace; tools reach only files inside it", p)
 	}

@@ -63,8 +63,11 @@ func TestPlannerDrivesTools(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("hello world\n"), 0o644)
-			os.WriteFile(filepath.Join(ws, "docs", "guide.md"), []byte("# Guide\n"), 0o644)
+			for p, c := range map[string]string{"notes.txt": "hello world\n", "docs/guide.md": "# Guide\n"} {
+				if err := os.WriteFile(filepath.Join(ws, p), []byte(c), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			w, err := tool.OpenWorkspace(ws, tool.Options{MemoryFile: filepath.Join(mem, "working_memory.md")})
 			if err != nil {
 				t.Fatal(err)
@@ -143,4 +146,34 @@ func post(t *testing.T, base string, j *rendertest.Journal, target render.Target
 		t.Fatalf("status %d: %s", res.StatusCode, b)
 	}
 	return a.Choices[0].Message
+}
+
+// The declarations pass every provider's request rules as the simulator
+// enforces them, and the planner calls the named tool on every API.
+func TestDeclarationsEveryAPI(t *testing.T) {
+	hs := httptest.NewServer(sim.New(sim.Config{}))
+	t.Cleanup(hs.Close)
+	w, err := tool.OpenWorkspace(t.TempDir(), tool.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	paths := map[render.API]string{render.OpenAIChat: "/v1/chat/completions", render.OpenAIResponses: "/v1/responses",
+		render.Anthropic: "/v1/messages", render.Gemini: "/v1beta/models/" + sim.Planner + ":generateContent", render.Ollama: "/api/chat"}
+	j := (&rendertest.Journal{}).System("You work in a small project.").User("edit_file path=a.txt old_string=x new_string=y")
+	for _, api := range render.APIs {
+		body, _, err := wire.Render(j.Events(), render.Target{API: api, Model: sim.Planner, Tools: w.Tools()})
+		if err != nil {
+			t.Fatalf("%s: %v", api, err)
+		}
+		res, err := http.Post(hs.URL+paths[api], "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(b), "edit_file") || !strings.Contains(string(b), "old_string") {
+			t.Errorf("%s: status %d: %s", api, res.StatusCode, b)
+		}
+	}
 }

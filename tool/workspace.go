@@ -29,7 +29,8 @@ type Options struct {
 	// memory/working_memory.md. Empty: the memory tool is not offered.
 	MemoryFile string
 	// MaxFileBytes is the largest file read_file and edit_file read and
-	// write_file writes (DefaultMaxFileBytes when zero).
+	// write_file writes; search skips bigger files (DefaultMaxFileBytes
+	// when zero).
 	MaxFileBytes int64
 }
 
