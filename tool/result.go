@@ -10,9 +10,10 @@ import (
 //
 // Content is what the model gets. When the output exceeds the workspace's
 // MaxOutput, Content is its first part followed by a note
-// "[output truncated: showing X of Y bytes; the whole output is attached]",
-// Full holds the whole output and MediaType names Full's type; the agent
-// stores Full as a blob and attaches it to the tool_result event.
+// "[output truncated: showing X of Y bytes; the whole output is attached]"
+// (and, for the reading tools, a line saying how to see the rest), Full
+// holds the whole output and MediaType names Full's type; the agent stores
+// Full as a blob and attaches it to the tool_result event.
 type Result struct {
 	Content   string
 	IsError   bool

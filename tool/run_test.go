@@ -113,7 +113,7 @@ func TestOutputCap(t *testing.T) {
 	if string(r.Full) != whole {
 		t.Errorf("Full is not the whole output")
 	}
-	m := regexp.MustCompile(`(?s)^(.*)\n\[output truncated: showing (\d+) of (\d+) bytes; the whole output is attached\]$`).FindStringSubmatch(r.Content)
+	m := regexp.MustCompile(`(?s)^(.*)\n\[output truncated: showing (\d+) of (\d+) bytes; the whole output is attached\]\nUse offset and limit to read the rest\.$`).FindStringSubmatch(r.Content)
 	if m == nil {
 		t.Fatalf("no note in %q", r.Content)
 	}

@@ -133,7 +133,18 @@ func (w *Workspace) Run(ctx context.Context, name string, args json.RawMessage) 
 	if err != nil {
 		return failf("%s: arguments: %v", name, err)
 	}
-	return capped(runners[name](w, ctx, b), w.opts.MaxOutput)
+	r = capped(runners[name](w, ctx, b), w.opts.MaxOutput)
+	if h := readOn[name]; r.Full != nil && !r.IsError && h != "" {
+		r.Content += "\n" + h
+	}
+	return r
+}
+
+// readOn tells the model, after a cut, how to see the rest itself: it
+// cannot read the attachment.
+var readOn = map[string]string{
+	ReadFile: "Use offset and limit to read the rest.", ListFiles: "List a subdirectory to see the rest.",
+	Search: "Narrow the pattern, path or glob to see the rest.", Memory: "Rewrite the working memory shorter.",
 }
 
 func (w *Workspace) names() []string {
