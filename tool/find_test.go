@@ -84,7 +84,7 @@ func TestSearchCapped(t *testing.T) {
 }
 
 func TestMemory(t *testing.T) {
-	f := newFixture(t, Options{MemoryFile: "mem"}, nil)
+	f := newFixture(t, Options{MemoryFile: "mem", MaxOutput: 64}, nil)
 	if got := f.ok(t, Memory, `{"action":"read"}`); got != "(working memory is empty)" {
 		t.Errorf("empty read: %q", got)
 	}
@@ -97,6 +97,12 @@ func TestMemory(t *testing.T) {
 	if b, _ := os.ReadFile(f.memFile); string(b) != "# Notes\n- the bug is in parse.go\n" {
 		t.Errorf("memory file holds %q", b)
 	}
+	full := strings.Repeat("m", MaxMemoryBytes)
+	f.ok(t, Memory, fmt.Sprintf(`{"action":"write","content":"%s"}`, full))
+	if r := f.run(Memory, `{"action":"read"}`); r.Content != full || r.Full != nil {
+		t.Errorf("a full working memory is cut at MaxOutput: %d bytes shown", len(r.Content))
+	}
+	f.ok(t, Memory, `{"action":"write","content":"# Notes\n- the bug is in parse.go\n"}`)
 	f.fails(t, Memory, `{"action":"write"}`, "needs content")
 	f.fails(t, Memory, fmt.Sprintf(`{"action":"write","content":"%s"}`, strings.Repeat("m", MaxMemoryBytes+1)), "over the 65536-byte limit")
 	f.fails(t, Memory, `{"action":"append","content":"x"}`, "invalid arguments", "/action")

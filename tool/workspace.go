@@ -23,7 +23,9 @@ const (
 // to zero limits, and there is no memory tool.
 type Options struct {
 	// MaxOutput is the most bytes of output a Result's Content carries
-	// before it is cut (DefaultMaxOutput when zero).
+	// before it is cut (DefaultMaxOutput when zero); the memory tool's
+	// output is cut at MaxMemoryBytes at the earliest, so the model always
+	// sees its whole working memory.
 	MaxOutput int
 	// MemoryFile is the absolute path of the capsule's
 	// memory/working_memory.md. Empty: the memory tool is not offered.
@@ -133,7 +135,11 @@ func (w *Workspace) Run(ctx context.Context, name string, args json.RawMessage) 
 	if err != nil {
 		return failf("%s: arguments: %v", name, err)
 	}
-	r = capped(runners[name](w, ctx, b), w.opts.MaxOutput)
+	limit := w.opts.MaxOutput
+	if name == Memory { // the model sees all of its working memory
+		limit = max(limit, MaxMemoryBytes)
+	}
+	r = capped(runners[name](w, ctx, b), limit)
 	if h := readOn[name]; r.Full != nil && !r.IsError && h != "" {
 		r.Content += "\n" + h
 	}
@@ -144,7 +150,7 @@ func (w *Workspace) Run(ctx context.Context, name string, args json.RawMessage) 
 // cannot read the attachment.
 var readOn = map[string]string{
 	ReadFile: "Use offset and limit to read the rest.", ListFiles: "List a subdirectory to see the rest.",
-	Search: "Narrow the pattern, path or glob to see the rest.", Memory: "Rewrite the working memory shorter.",
+	Search: "Narrow the pattern, path or glob to see the rest.",
 }
 
 func (w *Workspace) names() []string {
