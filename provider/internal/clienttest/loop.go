@@ -49,6 +49,9 @@ type Loop struct {
 	Sent func(rendered []byte) []byte
 	// Stream is whether the client is expected to stream.
 	Stream bool
+	// Caps, when set, replaces the capability table's entry for the
+	// simulator's model (e.g. to turn thinking on).
+	Caps *render.Caps
 }
 
 // Result is what a loop did.
@@ -70,7 +73,7 @@ func (l Loop) Run(t *testing.T) Result {
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	j := newJournal(t)
-	target := render.Target{API: l.API, Model: sim.Planner, Tools: Tools}
+	target := render.Target{API: l.API, Model: sim.Planner, Tools: Tools, Caps: l.Caps}
 	p := target.Producer()
 	j.add(journal.KindInstruction, journal.Instruction{Role: "system", Text: "Be terse."})
 	j.add(journal.KindUser, journal.UserMessage{Text: cmpOr(l.Ask, Ask)})
