@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -88,12 +90,13 @@ func firstRequest(t *testing.T, base string) *provider.Request {
 	return clienttest.FirstRequest(t, render.Anthropic, base)
 }
 
-// 429 with Retry-After: 0, then 503, then the simulator: the call succeeds
+// 429 with Retry-After (1 s streamed, 0 whole), then 503, then the simulator: the call succeeds
 // on its third attempt with the SDK's own retries off.
 func TestRetries(t *testing.T) {
+	retryAfter := map[bool]string{true: "1", false: "0"}
 	busy := `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`
 	for _, streamed := range []bool{true, false} {
-		f := clienttest.NewFront(t, sim.New(sim.Config{}), clienttest.Status(429, "0", busy),
+		f := clienttest.NewFront(t, sim.New(sim.Config{}), clienttest.Status(429, retryAfter[streamed], busy),
 			clienttest.Status(503, "", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`),
 			clienttest.Drop)
 		req := firstRequest(t, f.URL)
@@ -181,5 +184,29 @@ func TestKeyNotInError(t *testing.T) {
 	}
 	if got := f.Header(0).Get("Anthropic-Version"); got == "" {
 		t.Errorf("no anthropic-version header")
+	}
+}
+
+// An error event inside a 200 stream (overloaded_error) is retried like
+// the 529 it stands for.
+func TestStreamErrorEvent(t *testing.T) {
+	overloaded := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
+	}
+	f := clienttest.NewFront(t, sim.New(sim.Config{}), overloaded)
+	req := firstRequest(t, f.URL)
+	req.Retry = clienttest.FastRetry
+	resp, err := anthropic.New(nil).Call(context.Background(), req)
+	if err != nil || resp.Attempts != 2 {
+		t.Fatalf("resp %+v, err %v: want success on the second attempt", resp, err)
+	}
+	req.Retry.Attempts = 1
+	f = clienttest.NewFront(t, sim.New(sim.Config{}), overloaded)
+	req.BaseURL = f.URL
+	_, err = anthropic.New(nil).Call(context.Background(), req)
+	var pe *provider.Error
+	if !errors.As(err, &pe) || pe.Status != 529 || pe.Message != "Overloaded" {
+		t.Fatalf("err = %v, want the overloaded error as a 529", err)
 	}
 }

@@ -78,11 +78,12 @@ func firstRequest(t *testing.T, base string) *provider.Request {
 
 const busy = `{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}`
 
-// 429 with Retry-After: 0, 503, a dropped connection, then the
+// 429 with Retry-After (1 s streamed, 0 whole), 503, a dropped connection, then the
 // simulator: the call succeeds on its fourth attempt.
 func TestRetries(t *testing.T) {
+	retryAfter := map[bool]string{true: "1", false: "0"}
 	for _, streamed := range []bool{true, false} {
-		f := clienttest.NewFront(t, sim.New(sim.Config{}), clienttest.Status(429, "0", busy),
+		f := clienttest.NewFront(t, sim.New(sim.Config{}), clienttest.Status(429, retryAfter[streamed], busy),
 			clienttest.Status(503, "", `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`), clienttest.Drop)
 		req := firstRequest(t, f.URL)
 		req.Retry = clienttest.FastRetry

@@ -76,11 +76,12 @@ func firstRequest(t *testing.T, base string) *provider.Request {
 	return clienttest.FirstRequest(t, render.Ollama, base)
 }
 
-// 429 with Retry-After: 0, 503, a dropped connection, then the
+// 429 with Retry-After (1 s streamed, 0 whole), 503, a dropped connection, then the
 // simulator: the call succeeds on its fourth attempt.
 func TestRetries(t *testing.T) {
+	retryAfter := map[bool]string{true: "1", false: "0"}
 	for _, streamed := range []bool{true, false} {
-		f := clienttest.NewFront(t, sim.New(sim.Config{}), clienttest.Status(429, "0", `{"error":"too many requests"}`),
+		f := clienttest.NewFront(t, sim.New(sim.Config{}), clienttest.Status(429, retryAfter[streamed], `{"error":"too many requests"}`),
 			clienttest.Status(503, "", `{"error":"server busy"}`), clienttest.Drop)
 		req := firstRequest(t, f.URL)
 		req.Retry = clienttest.FastRetry
