@@ -210,3 +210,18 @@ func TestStreamErrorEvent(t *testing.T) {
 		t.Fatalf("err = %v, want the overloaded error as a 529", err)
 	}
 }
+
+// With no key in the request, none is sent: the SDK's environment
+// defaults (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) are not read.
+func TestNoEnvironment(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
+	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
+	f := clienttest.NewFront(t, sim.New(sim.Config{}))
+	req := firstRequest(t, f.URL)
+	if _, err := anthropic.New(nil).Call(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Header(0).Get("X-Api-Key"); got != "" {
+		t.Errorf("x-api-key = %q, want none", got)
+	}
+}
