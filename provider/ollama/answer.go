@@ -1,13 +1,17 @@
 package ollama
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 
 	"github.com/ollama/ollama/api"
 
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/provider"
+	"github.com/agentcapsule/capsule/render"
 )
 
 // answer accumulates the chunks of one answer.
@@ -17,6 +21,37 @@ type answer struct {
 	done           bool
 	reason         string
 	in, out        int
+}
+
+// read reads an answer: NDJSON lines, one chunk each (a whole answer is
+// one line). A line with an "error" member ends it with that message.
+func (a *answer) read(r io.Reader, onText func(string)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var ch struct {
+			api.ChatResponse
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal(line, &ch); err != nil {
+			return &provider.Error{Provider: "ollama", API: render.Ollama, Message: "malformed answer line", Err: err}
+		}
+		if ch.Error != "" {
+			return &provider.Error{Provider: "ollama", API: render.Ollama, Message: ch.Error, Err: errInStream}
+		}
+		a.add(ch.ChatResponse, onText)
+	}
+	if err := sc.Err(); err != nil {
+		return &provider.Error{Provider: "ollama", API: render.Ollama, Err: err}
+	}
+	if !a.done {
+		return &provider.Error{Provider: "ollama", API: render.Ollama, Message: "answer ended before done", Err: errUnexpectedEnd}
+	}
+	return nil
 }
 
 // add takes one chunk (a whole answer is one chunk with done set).

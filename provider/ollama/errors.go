@@ -2,12 +2,13 @@ package ollama
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"time"
-
-	"github.com/ollama/ollama/api"
 
 	"github.com/agentcapsule/capsule/provider"
 	"github.com/agentcapsule/capsule/render"
@@ -16,25 +17,36 @@ import (
 // errUnexpectedEnd is the transport error of an answer cut short.
 var errUnexpectedEnd = errors.New("ollama: unexpected end of answer")
 
-// callError turns what the client returned into a *provider.Error: the
-// status and Ollama's "error" text, with the Retry-After of the response.
-// An error line inside a 200 stream, or a transport error, has status 0.
-func callError(err error, h http.Header) error {
-	pe := &provider.Error{Provider: "ollama", API: render.Ollama}
-	var se api.StatusError
-	var ae api.AuthorizationError
-	switch {
-	case errors.As(err, &se):
-		pe.Status, pe.Message = se.StatusCode, se.ErrorMessage
-	case errors.As(err, &ae):
-		pe.Status, pe.Message = ae.StatusCode, http.StatusText(ae.StatusCode)
-	default:
-		pe.Err = err
+// errInStream is the transport error of an error line inside a 200
+// answer (the server failed while generating).
+var errInStream = errors.New("ollama: error in answer")
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 1 << 20
+
+// statusError is the *provider.Error of an answer other than 200: the
+// status, Ollama's "error" text, and Retry-After.
+func statusError(res *http.Response) error {
+	pe := &provider.Error{Provider: "ollama", API: render.Ollama, Status: res.StatusCode,
+		RetryAfter: provider.RetryAfter(res.Header, time.Now())}
+	b, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+	var eb struct {
+		Error string `json:"error"`
 	}
-	if pe.Status != 0 {
-		pe.RetryAfter = provider.RetryAfter(h, time.Now())
+	if json.Unmarshal(b, &eb) == nil {
+		pe.Message = eb.Error
 	}
 	return pe
+}
+
+// transportError is a request that got no answer: the operation's own
+// failure, without the URL the net/http error repeats.
+func transportError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return &provider.Error{Provider: "ollama", API: render.Ollama, Err: err}
 }
 
 // finish is the error Call returns: the context's error when the call

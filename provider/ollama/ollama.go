@@ -1,25 +1,29 @@
 // Package ollama is the model client for Ollama's native chat API (POST
-// {base}/api/chat), built on the official client
+// {base}/api/chat), read with the official client's types
 // (github.com/ollama/ollama/api). The base URL is the server's root:
 // "http://127.0.0.1:11434" when Request.BaseURL is empty. A key, when
 // set, goes in "Authorization: Bearer" (Ollama's cloud; a local server
 // takes none).
 //
-// The official client marshals a ChatRequest itself and has no raw-body
-// call, so the body is guaranteed by the transport under it: the client
-// runs its own request, NDJSON reading and error handling, and the
-// round tripper it is given sends the rendered bytes in place of the
-// client's, with only the top-level "stream" member set (true by
-// default, false with NoStream; Ollama streams unless told not to).
+// The request is made with net/http, not with api.Client: the client
+// marshals a ChatRequest itself and has no call that sends a body as
+// given; for ollama.com, or with OLLAMA_AUTH set, it signs each request
+// with the private key it reads from ~/.ollama, a secret this package
+// must not read; and it ends a stream whose connection drops without an
+// error. So the rendered bytes are the body, with only the top-level
+// "stream" member set (true by default, false with NoStream; Ollama
+// streams unless told not to), and the answer is decoded into
+// api.ChatResponse line by line.
 //
 // An answer, streamed as NDJSON chunks or whole, is parsed in generation
 // order: message.thinking becomes journal.Reasoning{Text},
 // message.content journal.AssistantMessage (with done_reason), each of
-// message.tool_calls a journal.ToolCall (arguments as the client decodes
-// them, in the model's key order), then prompt_eval_count and eval_count
-// as journal.Usage. Ollama's calls have no ID in older servers; a call
+// message.tool_calls a journal.ToolCall (arguments as api decodes them,
+// in the model's key order), then prompt_eval_count and eval_count as
+// journal.Usage. Ollama's calls have no ID in older servers; a call
 // without one gets a deterministic ID from the step and its index
-// (CallID), which the next render sends back as tool_call_id.
+// (CallID), which the next render sends back as tool_call_id. An answer
+// that ends before its done line is a dropped connection.
 package ollama
 
 import (
@@ -28,15 +32,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"sync"
-
-	"github.com/ollama/ollama/api"
+	"strings"
 
 	"github.com/agentcapsule/capsule/provider"
-	"github.com/agentcapsule/capsule/render"
 )
 
 // DefaultBaseURL is the local server, used when Request.BaseURL is empty.
@@ -71,21 +70,10 @@ func (c *Client) Call(ctx context.Context, req *provider.Request) (*provider.Res
 	if err != nil {
 		return nil, fmt.Errorf("ollama: request body: %w", err)
 	}
-	base := req.BaseURL
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil, fmt.Errorf("ollama: base URL %q: %w", base, err)
-	}
-	rt := &exact{body: body, key: req.Key, next: c.transport()}
-	hc := c.httpClient(rt)
-	sdk := api.NewClient(u, hc)
 	var resp *provider.Response
 	n, err := provider.Do(ctx, req.Retry, nil, func(int) error {
 		var err error
-		resp, err = c.once(ctx, sdk, rt, req)
+		resp, err = c.once(ctx, req, body)
 		return err
 	})
 	if err != nil {
@@ -95,77 +83,40 @@ func (c *Client) Call(ctx context.Context, req *provider.Request) (*provider.Res
 	return resp, nil
 }
 
-func (c *Client) transport() http.RoundTripper {
-	if c.HTTP != nil && c.HTTP.Transport != nil {
-		return c.HTTP.Transport
+// URL is the chat endpoint under base.
+func URL(base string) string {
+	if base == "" {
+		base = DefaultBaseURL
 	}
-	return http.DefaultTransport
-}
-
-// httpClient is c.HTTP with rt as its transport.
-func (c *Client) httpClient(rt http.RoundTripper) *http.Client {
-	hc := &http.Client{}
-	if c.HTTP != nil {
-		*hc = *c.HTTP
-	}
-	hc.Transport = rt
-	return hc
+	return strings.TrimSuffix(base, "/") + "/api/chat"
 }
 
 // once makes one request and reads its answer.
-func (c *Client) once(ctx context.Context, sdk *api.Client, rt *exact, req *provider.Request) (*provider.Response, error) {
-	stream := !c.NoStream
-	// The client marshals this request; exact sends req.Body instead.
-	chat := &api.ChatRequest{Model: req.Model, Stream: &stream}
-	var acc answer
-	err := sdk.Chat(ctx, chat, func(r api.ChatResponse) error {
-		acc.add(r, req.OnText)
-		return nil
-	})
+func (c *Client) once(ctx context.Context, req *provider.Request, body []byte) (*provider.Response, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, URL(req.BaseURL), bytes.NewReader(body))
 	if err != nil {
-		return nil, callError(err, rt.header())
+		return nil, fmt.Errorf("ollama: request: %w", err)
 	}
-	if !acc.done {
-		return nil, &provider.Error{Provider: "ollama", API: render.Ollama, Message: "answer ended before done", Err: errUnexpectedEnd}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/x-ndjson")
+	if req.Key != "" {
+		hr.Header.Set("Authorization", "Bearer "+req.Key)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	res, err := hc.Do(hr)
+	if err != nil {
+		return nil, transportError(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, statusError(res)
+	}
+	var acc answer
+	if err := acc.read(res.Body, req.OnText); err != nil {
+		return nil, err
 	}
 	return acc.response(req), nil
-}
-
-// exact is the round tripper that sends the rendered body and the key,
-// and keeps the headers of the newest response (for Retry-After).
-type exact struct {
-	body []byte
-	key  string
-	next http.RoundTripper
-
-	mu   sync.Mutex
-	last http.Header
-}
-
-// RoundTrip sends r with the rendered body in place of the client's.
-func (e *exact) RoundTrip(r *http.Request) (*http.Response, error) {
-	out := r.Clone(r.Context())
-	if r.Body != nil {
-		r.Body.Close()
-	}
-	out.Body = io.NopCloser(bytes.NewReader(e.body))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(e.body)), nil }
-	out.ContentLength = int64(len(e.body))
-	if e.key != "" {
-		out.Header.Set("Authorization", "Bearer "+e.key)
-	}
-	resp, err := e.next.RoundTrip(out)
-	e.mu.Lock()
-	e.last = nil
-	if resp != nil {
-		e.last = resp.Header
-	}
-	e.mu.Unlock()
-	return resp, err
-}
-
-func (e *exact) header() http.Header {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.last
 }

@@ -165,3 +165,38 @@ func TestKeyNotInError(t *testing.T) {
 		t.Errorf("Authorization = %q, want the key", got)
 	}
 }
+
+// An error line inside a 200 answer (the runner failed while
+// generating) ends the attempt with its message; it is retried.
+func TestErrorLine(t *testing.T) {
+	failed := clienttest.Status(200, "", `{"error":"llama runner process has terminated"}`+"\n")
+	f := clienttest.NewFront(t, sim.New(sim.Config{}), failed)
+	req := firstRequest(t, f.URL)
+	req.Retry = clienttest.FastRetry
+	if resp, err := ollama.New(nil).Call(context.Background(), req); err != nil || resp.Attempts != 2 {
+		t.Fatalf("resp %+v, err %v: want success on the second attempt", resp, err)
+	}
+	req.Retry.Attempts = 1
+	f = clienttest.NewFront(t, sim.New(sim.Config{}), failed)
+	req.BaseURL = f.URL
+	_, err := ollama.New(nil).Call(context.Background(), req)
+	var pe *provider.Error
+	if !errors.As(err, &pe) || pe.Message != "llama runner process has terminated" || !errors.Is(err, provider.ErrUnavailable) {
+		t.Fatalf("err = %v, want the runner's error, unavailable", err)
+	}
+}
+
+// OLLAMA_AUTH does not make the client read a signing key from
+// ~/.ollama (the official client would, and fail without one): only
+// Request.Key is sent.
+func TestNoKeyFile(t *testing.T) {
+	t.Setenv("OLLAMA_AUTH", "1")
+	t.Setenv("HOME", t.TempDir())
+	f := clienttest.NewFront(t, sim.New(sim.Config{}))
+	if _, err := ollama.New(nil).Call(context.Background(), firstRequest(t, f.URL)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Header(0).Get("Authorization"); got != "" {
+		t.Errorf("Authorization = %q, want none without a key", got)
+	}
+}
