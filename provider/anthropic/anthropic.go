@@ -22,6 +22,8 @@
 // tool_use journal.ToolCall{CallID, Name, Arguments, or RawArguments when
 // the input is not valid JSON}, then the usage. The stop reason goes on
 // the last text and in Response.StopReason as Anthropic spells it.
+// Request.OnText gets the text as it streams, or once per text of a
+// whole answer (NoStream).
 package anthropic
 
 import (
@@ -99,6 +101,13 @@ func (c *Client) once(ctx context.Context, sdk *anthropic.Client, req *provider.
 		var msg anthropic.Message
 		if err := sdk.Post(ctx, path, nil, &msg, body); err != nil {
 			return nil, callError(err)
+		}
+		if req.OnText != nil {
+			for _, b := range msg.Content {
+				if b.Type == "text" {
+					req.OnText(b.Text)
+				}
+			}
 		}
 		return parse(&msg, req), nil
 	}

@@ -63,13 +63,13 @@ type answer struct {
 	finished bool
 }
 
-// whole reads a generateContent answer.
-func (a *answer) whole(r io.Reader) error {
+// whole reads a generateContent answer, handing its text to onText.
+func (a *answer) whole(r io.Reader, onText func(string)) error {
 	var ch chunk
 	if err := json.NewDecoder(r).Decode(&ch); err != nil {
 		return &provider.Error{Provider: "google", API: render.Gemini, Message: "malformed answer", Err: err}
 	}
-	if err := a.add(&ch, nil); err != nil {
+	if err := a.add(&ch, onText); err != nil {
 		return err
 	}
 	a.finished = true

@@ -24,6 +24,8 @@
 // without an id gets a deterministic one from the step and its index
 // (CallID); render/gemini sends the model's own call IDs back on the call
 // and its functionResponse, so the result pairs on the next render.
+// Request.OnText gets the text as it streams, or once per text of a
+// whole answer (NoStream).
 package gemini
 
 import (
@@ -116,7 +118,7 @@ func (c *Client) once(ctx context.Context, req *provider.Request) (*provider.Res
 	}
 	var acc answer
 	if c.NoStream {
-		err = acc.whole(res.Body)
+		err = acc.whole(res.Body, req.OnText)
 	} else {
 		err = acc.stream(res.Body, req.OnText)
 	}

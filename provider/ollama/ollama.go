@@ -24,6 +24,8 @@
 // without one gets a deterministic ID from the step and its index
 // (CallID), which the next render sends back as tool_call_id. An answer
 // that ends before its done line is a dropped connection.
+// Request.OnText gets the text as it streams, or once per text of a
+// whole answer (NoStream).
 package ollama
 
 import (

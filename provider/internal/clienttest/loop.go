@@ -95,7 +95,7 @@ func (l Loop) Run(t *testing.T) Result {
 		res.Responses = append(res.Responses, resp)
 		CheckOutputs(t, req, resp)
 		text, calls := j.record(resp, rep)
-		if l.Stream && streamed.String() != text {
+		if streamed.String() != text {
 			t.Errorf("step %d: OnText got %q, journal text %q", step, streamed.String(), text)
 		}
 		if len(calls) == 0 {
