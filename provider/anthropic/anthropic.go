@@ -29,6 +29,7 @@ package anthropic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -134,7 +135,7 @@ func accumulate(st *ssestream.Stream[anthropic.MessageStreamEventUnion], onText 
 	for st.Next() {
 		ev := st.Current()
 		if err := msg.Accumulate(ev); err != nil {
-			return nil, &provider.Error{Provider: "anthropic", API: render.Anthropic, Message: "malformed stream", Err: err}
+			return nil, &provider.Error{Provider: "anthropic", API: render.Anthropic, Err: fmt.Errorf("anthropic: malformed stream: %w", err)}
 		}
 		switch {
 		case ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" && onText != nil:
@@ -149,7 +150,7 @@ func accumulate(st *ssestream.Stream[anthropic.MessageStreamEventUnion], onText 
 		return nil, callError(err)
 	}
 	if !stopped {
-		return nil, &provider.Error{Provider: "anthropic", API: render.Anthropic, Message: "stream ended before message_stop", Err: errUnexpectedEnd}
+		return nil, &provider.Error{Provider: "anthropic", API: render.Anthropic, Err: errUnexpectedEnd}
 	}
 	for i, in := range inputs {
 		if i >= 0 && i < int64(len(msg.Content)) && len(in) > 0 {
@@ -160,4 +161,4 @@ func accumulate(st *ssestream.Stream[anthropic.MessageStreamEventUnion], onText 
 }
 
 // errUnexpectedEnd is the transport error of a stream cut short.
-var errUnexpectedEnd = errors.New("anthropic: unexpected end of stream")
+var errUnexpectedEnd = errors.New("anthropic: stream ended before message_stop")

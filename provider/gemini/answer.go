@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 
@@ -67,7 +68,7 @@ type answer struct {
 func (a *answer) whole(r io.Reader, onText func(string)) error {
 	var ch chunk
 	if err := json.NewDecoder(r).Decode(&ch); err != nil {
-		return &provider.Error{Provider: "google", API: render.Gemini, Message: "malformed answer", Err: err}
+		return &provider.Error{Provider: "google", API: render.Gemini, Err: fmt.Errorf("gemini: malformed answer: %w", err)}
 	}
 	if err := a.add(&ch, onText); err != nil {
 		return err
@@ -104,7 +105,7 @@ func (a *answer) stream(r io.Reader, onText func(string)) error {
 		}
 	}
 	if !a.finished {
-		return &provider.Error{Provider: "google", API: render.Gemini, Message: "stream ended before a finish reason", Err: errUnexpectedEnd}
+		return &provider.Error{Provider: "google", API: render.Gemini, Err: errUnexpectedEnd}
 	}
 	return nil
 }
@@ -112,7 +113,7 @@ func (a *answer) stream(r io.Reader, onText func(string)) error {
 func (a *answer) event(data []byte, onText func(string)) error {
 	var ch chunk
 	if err := json.Unmarshal(data, &ch); err != nil {
-		return &provider.Error{Provider: "google", API: render.Gemini, Message: "malformed stream chunk", Err: err}
+		return &provider.Error{Provider: "google", API: render.Gemini, Err: fmt.Errorf("gemini: malformed stream chunk: %w", err)}
 	}
 	return a.add(&ch, onText)
 }

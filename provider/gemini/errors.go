@@ -17,7 +17,7 @@ import (
 )
 
 // errUnexpectedEnd is the transport error of an answer cut short.
-var errUnexpectedEnd = errors.New("gemini: unexpected end of answer")
+var errUnexpectedEnd = errors.New("gemini: stream ended before a finish reason")
 
 // maxErrorBody bounds how much of an error answer is read.
 const maxErrorBody = 1 << 20

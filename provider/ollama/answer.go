@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 
@@ -38,7 +39,7 @@ func (a *answer) read(r io.Reader, onText func(string)) error {
 			Error string `json:"error"`
 		}
 		if err := json.Unmarshal(line, &ch); err != nil {
-			return &provider.Error{Provider: "ollama", API: render.Ollama, Message: "malformed answer line", Err: err}
+			return &provider.Error{Provider: "ollama", API: render.Ollama, Err: fmt.Errorf("ollama: malformed answer line: %w", err)}
 		}
 		if ch.Error != "" {
 			return &provider.Error{Provider: "ollama", API: render.Ollama, Message: ch.Error, Err: errInStream}
@@ -49,7 +50,7 @@ func (a *answer) read(r io.Reader, onText func(string)) error {
 		return &provider.Error{Provider: "ollama", API: render.Ollama, Err: err}
 	}
 	if !a.done {
-		return &provider.Error{Provider: "ollama", API: render.Ollama, Message: "answer ended before done", Err: errUnexpectedEnd}
+		return &provider.Error{Provider: "ollama", API: render.Ollama, Err: errUnexpectedEnd}
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // errUnexpectedEnd is the transport error of an answer cut short.
-var errUnexpectedEnd = errors.New("ollama: unexpected end of answer")
+var errUnexpectedEnd = errors.New("ollama: answer ended before its done line")
 
 // errInStream is the transport error of an error line inside a 200
 // answer (the server failed while generating).
