@@ -14,6 +14,7 @@ import (
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/provider"
 	"github.com/agentcapsule/capsule/provider/gemini"
+	"github.com/agentcapsule/capsule/provider/internal/clienttest"
 	"github.com/agentcapsule/capsule/render"
 )
 
@@ -64,6 +65,18 @@ func TestParseStream(t *testing.T) {
 	}
 	if text.String() != "Reading now." || resp.StopReason != "STOP" {
 		t.Errorf("OnText %q, stop %q", text.String(), resp.StopReason)
+	}
+	tools := []render.Tool{{Name: "read_file"}, {Name: "search"}}
+	next := string(clienttest.Next(t, render.Target{API: render.Gemini, Model: "gemini-3-pro", Tools: tools}, resp))
+	for _, id := range []string{"fc-1", gemini.CallID("s1", 1)} {
+		if strings.Count(next, `"id":"`+id+`"`) != 2 {
+			t.Errorf("next request does not send call %s back on the call and its response:\n%s", id, next)
+		}
+	}
+	for _, sig := range []string{"c2lnLXQ=", "c2ln_-8", "ZW5k"} {
+		if !strings.Contains(next, `"thoughtSignature":"`+sig+`"`) {
+			t.Errorf("next request does not replay signature %s as sent:\n%s", sig, next)
+		}
 	}
 	if want := "/v1beta/models/gemini-3-pro:streamGenerateContent?alt=sse"; path != want {
 		t.Errorf("path %q, want %q", path, want)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/provider"
+	"github.com/agentcapsule/capsule/provider/internal/clienttest"
 	"github.com/agentcapsule/capsule/provider/ollama"
 	"github.com/agentcapsule/capsule/render"
 )
@@ -59,6 +60,12 @@ func TestParseStream(t *testing.T) {
 	}
 	if text.String() != "Reading both." || resp.StopReason != "stop" {
 		t.Errorf("OnText %q, stop %q", text.String(), resp.StopReason)
+	}
+	next := string(clienttest.Next(t, render.Target{API: render.Ollama, Model: "m", Tools: clienttest.Tools}, resp))
+	for _, id := range []string{id0, id1} {
+		if strings.Count(next, `"`+id+`"`) != 2 {
+			t.Errorf("next request does not send call %s back with its result:\n%s", id, next)
+		}
 	}
 	if id0 == id1 || id0 != ollama.CallID("s1", 0) || id0 == ollama.CallID("s2", 0) || len(id0) > 40 {
 		t.Errorf("call IDs %q %q are not distinct, stable and short", id0, id1)

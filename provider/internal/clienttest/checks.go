@@ -68,3 +68,24 @@ func WantCancel(t *testing.T, c provider.Client, req *provider.Request, started 
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
+
+// Next journals a user request, the response and an "ok" result for each
+// of its calls, and returns the next request rendered for target, after
+// checking it against the simulator's rules for that API.
+func Next(t *testing.T, target render.Target, resp *provider.Response) []byte {
+	t.Helper()
+	j := newJournal(t)
+	j.add(journal.KindUser, journal.UserMessage{Text: Ask})
+	_, calls := j.record(resp, &render.Report{})
+	for _, c := range calls {
+		j.add(journal.KindToolResult, journal.ToolResult{CallID: c.CallID, Name: c.Name, Content: "ok"})
+	}
+	body, _, err := wire.Render(j.events, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs := sim.Check(target, body); len(vs) > 0 {
+		t.Fatalf("the next request breaks the rules: %v\n%s", vs, body)
+	}
+	return body
+}
