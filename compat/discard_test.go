@@ -54,10 +54,16 @@ func TestCanDiscard(t *testing.T) {
 			j.dispatch("d", "1", "external")
 		}, func(j *jb) []ref { return []ref{{CodeEffect, j.id("d")}} }},
 		{"a version-1 call of an unknown tool with a result", eph, func(j *jb) {
-			j.call("", 1, "1", "read_file")
-			j.result("r", 1, "1", "read_file")
+			j.call("", 1, "1", "gone.fetch")
+			j.result("r", 1, "1", "gone.fetch")
 		}, func(j *jb) []ref { return []ref{{CodeEffect, j.id("r")}} }},
-		{"a version-1 call without a result", eph, func(j *jb) { j.call("", 1, "1", "read_file") },
+		{"a version-1 call of a built-in workspace tool with a result", eph, func(j *jb) {
+			j.call("", 1, "1", "read_file")
+			j.result("", 1, "1", "read_file")
+			j.call("", 1, "2", "write_file")
+			j.result("", 1, "2", "write_file")
+		}, func(j *jb) []ref { return []ref{} }},
+		{"a version-1 call without a result", eph, func(j *jb) { j.call("", 1, "1", "gone.fetch") },
 			func(j *jb) []ref { return []ref{} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,16 +27,16 @@ func readFixture(t *testing.T, dir string) Input {
 }
 
 // Every capsule an earlier release wrote, checked against this release and
-// against one that reads version 2: what each kind does, and the tools its
-// journal names that nothing serves (0.1.0's conversations name tools no
-// release has; the node's agents name its built-in counter).
+// against one that reads version 2: what each kind does, and that every
+// tool its journal names is served (0.1.0's conversations name read_file
+// and list_files, built in from 0.2.0; the node's agents name its built-in
+// counter).
 func TestFixturesPlan(t *testing.T) {
 	dirs, _ := filepath.Glob("../testdata/fixtures/*/capsules/*")
 	nodes, _ := filepath.Glob("../testdata/fixtures/*/nodes/*/agents/*/capsule")
 	if len(dirs) == 0 || len(nodes) == 0 {
 		t.Fatal("no fixtures: run scripts/fixtures.sh")
 	}
-	missing := map[string]string{"conversation": "read_file", "dangling": "list_files"}
 	for _, r := range []Release{Current(), nextRelease()} {
 		for _, d := range append(dirs, nodes...) {
 			rep, err := Check(readFixture(t, d), r)
@@ -62,17 +62,45 @@ func TestFixturesPlan(t *testing.T) {
 			for _, is := range rep.Issues {
 				tools = append(tools, is.Code+":"+is.Tool)
 			}
-			var wantTools []string
-			if m := missing[filepath.Base(d)]; m != "" {
-				wantTools = []string{CodeToolMissing + ":" + m}
-			}
-			if diff := cmp.Diff(wantTools, tools); diff != "" {
-				t.Errorf("%s under %s: issues (-want +got):\n%s", d, r.Name, diff)
-			}
-			if rep.Refused != (len(wantTools) > 0) {
-				t.Errorf("%s under %s: refused %v", d, r.Name, rep.Refused)
+			if len(tools) > 0 || rep.Refused {
+				t.Errorf("%s under %s: issues %v, refused %v", d, r.Name, tools, rep.Refused)
 			}
 		}
+	}
+}
+
+// Release 0.1.0 has none of the workspace tools, so it refuses its own
+// conversations (the fixture generator's journals name them) and a
+// rollback to it of any journal that used them.
+func TestFixturesPlan010(t *testing.T) {
+	dirs, _ := filepath.Glob("../testdata/fixtures/0.1.0/capsules/*")
+	if len(dirs) == 0 {
+		t.Fatal("no fixtures: run scripts/fixtures.sh")
+	}
+	missing := map[string]string{"conversation": "read_file", "dangling": "list_files"}
+	for _, d := range dirs {
+		rep, err := Check(readFixture(t, d), Release010())
+		if err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		var tools []string
+		for _, is := range rep.Issues {
+			tools = append(tools, is.Code+":"+is.Tool)
+		}
+		var want []string
+		if m := missing[filepath.Base(d)]; m != "" {
+			want = []string{CodeToolMissing + ":" + m}
+		}
+		if diff := cmp.Diff(want, tools); diff != "" {
+			t.Errorf("%s under 0.1.0: issues (-want +got):\n%s", d, diff)
+		}
+		if rep.Refused != (len(want) > 0) {
+			t.Errorf("%s under 0.1.0: refused %v", d, rep.Refused)
+		}
+		delete(missing, filepath.Base(d))
+	}
+	if len(missing) > 0 {
+		t.Errorf("fixtures not found: %v", missing)
 	}
 }
 

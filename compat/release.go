@@ -40,6 +40,25 @@ func releaseTools() map[string]Builtin {
 	return map[string]Builtin{counterTool: {Effect: schema.EffectWorkspace, Approval: schema.ApprovalNever}}
 }
 
+// workspaceTools are the agent's workspace tools (package tool), built in
+// from release 0.2.0 on: they reach only the agent's workspace and its
+// working memory, so they run without approval unless the spec says so.
+// Package tool's tests check this table against tool.Effect.
+var workspaceTools = map[string]string{
+	"read_file": schema.EffectRead, "list_files": schema.EffectRead, "search": schema.EffectRead,
+	"write_file": schema.EffectWorkspace, "edit_file": schema.EffectWorkspace, "memory": schema.EffectWorkspace,
+}
+
+// currentTools is this release's built-in table: 0.1.0's and the
+// workspace tools.
+func currentTools() map[string]Builtin {
+	t := releaseTools()
+	for name, effect := range workspaceTools {
+		t[name] = Builtin{Effect: effect, Approval: schema.ApprovalNever}
+	}
+	return t
+}
+
 // Release010 is release 0.1.0 (commit c453eb8): every kind at version 1.
 func Release010() Release {
 	r := Release{Name: "0.1.0", Reads: map[schema.Kind]Range{}, Tools: releaseTools(), Mappings: map[string]string{}}
@@ -50,9 +69,9 @@ func Release010() Release {
 }
 
 // Current is this build's release: the floors and written versions of the
-// schema registry.
+// schema registry, and the counter and workspace tools built in.
 func Current() Release {
-	r := Release{Name: schema.Release, Reads: map[schema.Kind]Range{}, Tools: releaseTools(), Mappings: map[string]string{}}
+	r := Release{Name: schema.Release, Reads: map[schema.Kind]Range{}, Tools: currentTools(), Mappings: map[string]string{}}
 	for _, h := range schema.Histories() {
 		r.Reads[h.Kind] = Range{Floor: h.Floor, Current: h.Current}
 	}

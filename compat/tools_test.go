@@ -40,7 +40,8 @@ func TestRemovedToolRefuses(t *testing.T) {
 
 // A declared mapping lets resume go on: the report proposes the
 // tool_mapping event that journals it, unless the journal already holds
-// that very mapping; a mapping to a tool that does not exist refuses.
+// that very mapping; a mapping to a tool that does not exist refuses. The
+// old name, "lookup", is a tool no release has ("search" is a built-in).
 func TestMappedTool(t *testing.T) {
 	servers := []any{server("web", "read", "never", nil)}
 	for _, tc := range []struct {
@@ -51,23 +52,23 @@ func TestMappedTool(t *testing.T) {
 		want      []issueSummary
 		append    []schema.ToolMapping
 	}{
-		{name: "spec", mappings: map[string]any{"search": "web.search"},
-			want:   []issueSummary{{CodeToolMapped, ActionMap, "search", nil}},
-			append: []schema.ToolMapping{{From: "search", To: "web.search", Source: "spec"}}},
-		{name: "release", release: map[string]string{"search": "web.search"},
-			want:   []issueSummary{{CodeToolMapped, ActionMap, "search", nil}},
-			append: []schema.ToolMapping{{From: "search", To: "web.search", Source: "release"}}},
-		{name: "already journaled", mappings: map[string]any{"search": "web.search"}, journaled: true, want: []issueSummary{}},
+		{name: "spec", mappings: map[string]any{"lookup": "web.search"},
+			want:   []issueSummary{{CodeToolMapped, ActionMap, "lookup", nil}},
+			append: []schema.ToolMapping{{From: "lookup", To: "web.search", Source: "spec"}}},
+		{name: "release", release: map[string]string{"lookup": "web.search"},
+			want:   []issueSummary{{CodeToolMapped, ActionMap, "lookup", nil}},
+			append: []schema.ToolMapping{{From: "lookup", To: "web.search", Source: "release"}}},
+		{name: "already journaled", mappings: map[string]any{"lookup": "web.search"}, journaled: true, want: []issueSummary{}},
 		{name: "journaled, no longer declared", journaled: true, want: []issueSummary{}},
-		{name: "to nothing", mappings: map[string]any{"search": "web2.search"},
-			want: []issueSummary{{CodeToolMissing, ActionRefuse, "search", nil}}},
+		{name: "to nothing", mappings: map[string]any{"lookup": "web2.search"},
+			want: []issueSummary{{CodeToolMissing, ActionRefuse, "lookup", nil}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := specV2(t, map[string]any{"mcp_servers": servers, "tool_mappings": orEmpty(tc.mappings)})
 			j := newJournal(t)
-			ids := []string{j.call("", 2, "1", "search"), j.result("", 2, "1", "search")}
+			ids := []string{j.call("", 2, "1", "lookup"), j.result("", 2, "1", "lookup")}
 			if tc.journaled {
-				j.add("", 2, "tool_mapping", schema.ToolMapping{From: "search", To: "web.search", Source: "spec"})
+				j.add("", 2, "tool_mapping", schema.ToolMapping{From: "lookup", To: "web.search", Source: "spec"})
 			}
 			r := nextRelease()
 			r.Mappings = tc.release
@@ -97,9 +98,9 @@ func TestMappedTool(t *testing.T) {
 // A release that writes journal version 1 cannot journal a mapping, so it
 // refuses rather than apply one silently.
 func TestMappingNeedsJournalV2(t *testing.T) {
-	spec := specV2(t, map[string]any{"mcp_servers": []any{server("web", "read", "never", nil)}, "tool_mappings": map[string]any{"search": "web.search"}})
+	spec := specV2(t, map[string]any{"mcp_servers": []any{server("web", "read", "never", nil)}, "tool_mappings": map[string]any{"lookup": "web.search"}})
 	j := newJournal(t)
-	j.call("c", 1, "1", "search")
+	j.call("c", 1, "1", "lookup")
 	r := nextRelease()
 	r.Reads[schema.Journal] = Range{Floor: 1, Current: 1}
 	rep := check(t, spec, j, r)
