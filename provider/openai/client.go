@@ -46,6 +46,10 @@ type Client struct {
 	// NoStream asks for the whole answer at once instead of a stream;
 	// OnText then gets the whole text in one call.
 	NoStream bool
+
+	// sleep waits between attempts (nil: provider.Sleep); tests record
+	// the waits through it.
+	sleep func(context.Context, time.Duration) error
 }
 
 // New returns a client for api, which must be render.OpenAIChat or
@@ -71,7 +75,7 @@ func (c *Client) Call(ctx context.Context, req *provider.Request) (*provider.Res
 		return nil, err
 	}
 	var resp *provider.Response
-	n, err := provider.Do(ctx, req.Retry, nil, func(int) error {
+	n, err := provider.Do(ctx, req.Retry, c.sleep, func(int) error {
 		r, err := c.attempt(ctx, req, body, stream)
 		resp = r
 		return err

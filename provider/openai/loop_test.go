@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,6 +49,7 @@ type convo struct {
 	t      *testing.T
 	w      *journal.Writer
 	events []journal.Event
+	bodies [][]byte // the rendered body of each step
 }
 
 func newConvo(t *testing.T, tg render.Target, request string) *convo {
@@ -93,6 +95,7 @@ func (c *convo) step(client *openai.Client, tg render.Target, base, stepID strin
 	if err != nil {
 		c.t.Fatalf("render: %v", err)
 	}
+	c.bodies = append(c.bodies, body)
 	var text strings.Builder
 	req := &provider.Request{API: tg.API, Model: tg.Model, Producer: tg.Producer(), Step: stepID, Body: body,
 		BaseURL: base, OnText: func(d string) { text.WriteString(d) }}
@@ -134,9 +137,17 @@ func wantAttributed(t *testing.T, o provider.Output, req *provider.Request) {
 	}
 }
 
-// runLoop runs the planner's tool loop to its answer and returns the
-// calls made (in journal form), the answer and the number of steps.
-func runLoop(t *testing.T, api render.API, stream bool, request string) (*sim.Server, []journal.ToolCall, string, []*provider.Response) {
+// loop is what one run of the planner's tool loop saw.
+type loop struct {
+	s      *sim.Server
+	c      *convo
+	calls  []journal.ToolCall // in journal form
+	answer string             // the streamed text of the last step
+	resps  []*provider.Response
+}
+
+// runLoop runs the planner's tool loop to its answer.
+func runLoop(t *testing.T, api render.API, stream bool, request string) loop {
 	s := sim.New(sim.Config{})
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
@@ -149,7 +160,7 @@ func runLoop(t *testing.T, api render.API, stream bool, request string) (*sim.Se
 		resp, calls, text := c.step(client, tg, hs.URL+"/v1", fmt.Sprintf("step-%d", i))
 		resps = append(resps, resp)
 		if len(calls) == 0 {
-			return s, all, text, resps
+			return loop{s, c, all, text, resps}
 		}
 		all = append(all, calls...)
 		for _, tc := range calls {
@@ -158,7 +169,7 @@ func runLoop(t *testing.T, api render.API, stream bool, request string) (*sim.Se
 		}
 	}
 	t.Fatalf("no answer after 5 steps")
-	return nil, nil, "", nil
+	return loop{}
 }
 
 // The planner's loop of two calls runs to its answer through render,
@@ -170,16 +181,17 @@ func TestToolLoop(t *testing.T) {
 	for _, api := range []render.API{render.OpenAIChat, render.OpenAIResponses} {
 		for _, stream := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/stream=%v", api, stream), func(t *testing.T) {
-				s, calls, answer, resps := runLoop(t, api, stream, loopRequest)
-				wantCalls(t, calls, [][]string{{"read_file", `{"path":"src/main.go"}`}, {"search", `{"mode":"literal","query":"TODO"}`}})
-				wantAnswer(t, answer)
-				wantServed(t, s, api, 3, stream)
-				if len(resps) != 3 {
-					t.Fatalf("%d steps, want 3", len(resps))
+				l := runLoop(t, api, stream, loopRequest)
+				wantCalls(t, l.calls, [][]string{{"read_file", `{"path":"src/main.go"}`}, {"search", `{"mode":"literal","query":"TODO"}`}})
+				wantAnswer(t, l.answer)
+				wantServed(t, l.s, api, 3, stream)
+				wantBodies(t, l, api, stream)
+				if len(l.resps) != 3 {
+					t.Fatalf("%d steps, want 3", len(l.resps))
 				}
-				wantStop(t, api, resps)
+				wantStop(t, api, l.resps)
 				if api == render.OpenAIResponses {
-					wantReplayed(t, s, resps)
+					wantReplayed(t, l.s, l.resps)
 				}
 			})
 		}
@@ -192,11 +204,12 @@ func TestParallelCalls(t *testing.T) {
 	for _, api := range []render.API{render.OpenAIChat, render.OpenAIResponses} {
 		for _, stream := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/stream=%v", api, stream), func(t *testing.T) {
-				s, calls, answer, resps := runLoop(t, api, stream, parallelRequest)
-				wantCalls(t, calls, [][]string{{"read_file", `{"path":"src/main.go"}`}, {"search", `{"mode":"literal","query":"TODO"}`}})
-				wantAnswer(t, answer)
-				wantServed(t, s, api, 2, stream)
-				if n := countKind(resps[0], journal.KindToolCall); n != 2 {
+				l := runLoop(t, api, stream, parallelRequest)
+				wantCalls(t, l.calls, [][]string{{"read_file", `{"path":"src/main.go"}`}, {"search", `{"mode":"literal","query":"TODO"}`}})
+				wantAnswer(t, l.answer)
+				wantServed(t, l.s, api, 2, stream)
+				wantBodies(t, l, api, stream)
+				if n := countKind(l.resps[0], journal.KindToolCall); n != 2 {
 					t.Errorf("first step made %d calls, want 2", n)
 				}
 			})
@@ -316,6 +329,30 @@ func wantReplayed(t *testing.T, s *sim.Server, resps []*provider.Response) {
 		}
 		if kinds[0] != journal.KindReasoning {
 			t.Errorf("step %d events %v, want reasoning first", i+1, kinds)
+		}
+	}
+}
+
+// wantBodies checks that the simulator received each rendered body
+// exactly: byte for byte unstreamed, and streamed with only the stream
+// switch added as the last members of the outer object.
+func wantBodies(t *testing.T, l loop, api render.API, stream bool) {
+	t.Helper()
+	reqs := l.s.Requests()
+	if len(reqs) != len(l.c.bodies) {
+		t.Fatalf("%d requests for %d renders", len(reqs), len(l.c.bodies))
+	}
+	for i, body := range l.c.bodies {
+		want := body
+		if stream {
+			sw := `,"stream":true`
+			if api == render.OpenAIChat {
+				sw += `,"stream_options":{"include_usage":true}`
+			}
+			want = append(append(append([]byte(nil), body[:len(body)-1]...), sw...), '}')
+		}
+		if got := []byte(reqs[i].Body); !bytes.Equal(got, want) {
+			t.Errorf("request %d body:\n%s\nwant (rendered + stream switch):\n%s", i+1, got, want)
 		}
 	}
 }
