@@ -88,7 +88,9 @@ func TestChatParse(t *testing.T) {
 	whole := `{"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":"Done.",` +
 		`"reasoning_content":"think first","tool_calls":[{"id":"call_a","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}},` +
 		`{"id":"call_b","type":"function","function":{"name":"g","arguments":"{\"y\":"}}]}}],"usage":{"prompt_tokens":10,"completion_tokens":5}}`
-	chunk := func(delta string) string { return `{"choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}` }
+	chunk := func(delta string) string {
+		return `{"choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}`
+	}
 	// Deltas of the two calls interleave; the stream closes after its
 	// usage chunk without [DONE], as some compatible servers do.
 	streamed := sse(
