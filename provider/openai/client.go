@@ -138,7 +138,7 @@ func (c *Client) attempt(ctx context.Context, req *provider.Request, body []byte
 		}
 		return nil, err
 	}
-	return p.response(), nil
+	return p.response()
 }
 
 // sdk is the official client for one request. It is built from explicit

@@ -16,6 +16,7 @@ import (
 	"github.com/agentcapsule/capsule/provider"
 	"github.com/agentcapsule/capsule/provider/openai"
 	"github.com/agentcapsule/capsule/render"
+	"github.com/agentcapsule/capsule/render/wire"
 )
 
 var producer = journal.Producer{Provider: "deepseek", API: "chat", Model: "deepseek-reasoner"}
@@ -251,5 +252,57 @@ func TestStreamBody(t *testing.T) {
 		if _, err := openai.StreamBody([]byte(bad), true, render.OpenAIChat); err == nil {
 			t.Errorf("StreamBody(%q) accepted a body that is not an object", bad)
 		}
+	}
+}
+
+// What the client parses from a DeepSeek-style answer goes back to the
+// same model as reasoning_content beside its message on the next render
+// (render.Caps.ReasoningContent), with the calls and their IDs.
+func TestChatReasoningReplayed(t *testing.T) {
+	base := canned(t, "application/json", `{"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant",`+
+		`"content":"","reasoning_content":"think first","tool_calls":[{"id":"call_a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a.go\"}"}}]}}]}`)
+	resp, _, err := call(t, render.OpenAIChat, false, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := render.Target{API: render.OpenAIChat, Provider: producer.Provider, Model: producer.Model, Tools: tools}
+	c := newConvo(t, tg, "Read a.go.")
+	for _, o := range resp.Events {
+		c.add(o.Kind, o.Body)
+	}
+	c.add(journal.KindToolResult, journal.ToolResult{CallID: "call_a", Name: "read_file", Content: "package a"})
+	body, _, err := wire.Render(c.events, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"reasoning_content":"think first"`, `"id":"call_a"`, `"tool_call_id":"call_a"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("next request %s lacks %s", body, want)
+		}
+	}
+}
+
+// A call without an ID gets one made from the step and its position; a
+// call without a name makes the answer malformed (and is not retried).
+func TestCallWithoutIDOrName(t *testing.T) {
+	answer := func(calls string) string {
+		return `{"choices":[{"index":0,"finish_reason":"tool_calls","message":{"tool_calls":[` + calls + `]}}]}`
+	}
+	resp, _, err := call(t, render.OpenAIChat, false, canned(t, "application/json",
+		answer(`{"id":"call_x","function":{"name":"f","arguments":"{}"}},{"function":{"name":"g","arguments":"{}"}}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []provider.Output{
+		toolCall(journal.ToolCall{CallID: "call_x", Name: "f", Arguments: json.RawMessage(`{}`)}),
+		toolCall(journal.ToolCall{CallID: "call_st_2", Name: "g", Arguments: json.RawMessage(`{}`)}),
+	}
+	if d := cmp.Diff(want, resp.Events); d != "" {
+		t.Errorf("events (-want +got):\n%s", d)
+	}
+	_, _, err = call(t, render.OpenAIChat, false, canned(t, "application/json", answer(`{"id":"call_x","function":{"arguments":"{}"}}`)))
+	var pe *provider.Error
+	if err == nil || errors.As(err, &pe) || !strings.Contains(err.Error(), "has no name") {
+		t.Errorf("err = %v, want a malformed answer", err)
 	}
 }

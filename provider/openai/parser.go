@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/openai/openai-go/v3/packages/ssestream"
@@ -25,6 +26,10 @@ type parser struct {
 	events []provider.Output
 	usage  *journal.Usage
 	stop   string
+	calls  int // tool calls seen
+
+	// malformed is set by an answer the journal could not hold.
+	malformed error
 }
 
 func (p *parser) add(kind journal.Kind, body any) {
@@ -45,10 +50,23 @@ func (p *parser) text(text, itemID, stop string) {
 		StopReason: stop, ItemID: itemID})
 }
 
-// call adds a tool call; args is the arguments text the model sent.
+// call adds a tool call; args is the arguments text the model sent. A
+// call without an ID (some compatible servers send none) gets one made
+// from the step and its position, so that its result pairs with it; a
+// call without a name makes the answer malformed.
 func (p *parser) call(callID, name, args, itemID string) {
+	p.calls++
+	if name == "" {
+		p.malformed = fmt.Errorf("openai: %s answer: tool call %d has no name", p.api, p.calls)
+		return
+	}
+	if callID == "" {
+		callID = fmt.Sprintf("call_%s_%d", p.req.Step, p.calls)
+	}
 	tc := journal.ToolCall{CallID: callID, Name: name, Producer: p.req.Producer, Step: p.req.Step, ItemID: itemID}
-	if json.Valid([]byte(args)) {
+	// The journal's own canonical form decides what is JSON: it also
+	// refuses invalid UTF-8 and lone surrogates, which json.Valid passes.
+	if _, err := journal.Canonicalize([]byte(args)); err == nil {
 		tc.Arguments = json.RawMessage(args)
 	} else {
 		tc.RawArguments = args
@@ -68,11 +86,14 @@ func (p *parser) onText(s string) {
 }
 
 // response is the parsed generation, usage last.
-func (p *parser) response() *provider.Response {
+func (p *parser) response() (*provider.Response, error) {
+	if p.malformed != nil {
+		return nil, p.malformed
+	}
 	if p.usage != nil {
 		p.add(journal.KindUsage, *p.usage)
 	}
-	return &provider.Response{Events: p.events, StopReason: p.stop}
+	return &provider.Response{Events: p.events, StopReason: p.stop}, nil
 }
 
 // parseStream reads an SSE answer with the SDK's event decoder.
