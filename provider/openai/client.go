@@ -37,7 +37,8 @@ var ErrAPI = errors.New("openai: API not served by this client")
 var errTruncated = errors.New("openai: stream ended before its final event")
 
 // Client calls Chat Completions or Responses. The zero value of HTTP uses
-// http.DefaultClient; timeouts come from the context of each call only.
+// http.DefaultClient; timeouts come from the context of each call only. A
+// Client holds no state between calls and is safe for concurrent use.
 type Client struct {
 	// API is render.OpenAIChat or render.OpenAIResponses.
 	API render.API

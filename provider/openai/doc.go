@@ -40,8 +40,12 @@
 //     the final event lists none); response.output_text.delta feeds
 //     Request.OnText.
 //
-// Arguments the model sent that are not valid JSON are kept verbatim in
-// ToolCall.RawArguments. Retries go through provider.Do with the SDK's own
+// Arguments the model sent that are not valid JSON (as the journal's
+// canonical form judges it) are kept verbatim in ToolCall.RawArguments; a
+// call the server sent without an ID gets "call_<step>_<n>". Errors the
+// provider answered carry its status, type, message and Retry-After in a
+// *provider.Error; a generation the provider reported as failed in a 200
+// answer (an error event, status "failed") is one with Status 0. Retries go through provider.Do with the SDK's own
 // retries off; a stream that ends before its final event counts as a
 // dropped connection and is retried, so a watcher may see the text of the
 // first attempt again. Edge package: the agent runtime and tests import
