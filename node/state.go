@@ -34,6 +34,7 @@ type Node struct {
 	cert    tls.Certificate
 	peers   *Peers
 	secrets *Secrets
+	models  modelClients // the default provider clients (Config.Providers unset)
 	m       *metrics
 
 	mu      sync.Mutex

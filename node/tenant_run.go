@@ -225,6 +225,9 @@ func (a *tenant) loop(rl *runLoop, epoch uint64) {
 		if !rl.pause(a.n.clock, wait) {
 			return
 		}
+		if wait < 0 {
+			rl.setActivity(activityWorking, "") // woken
+		}
 		step++
 		usedAgent, err := a.step(rl, epoch, step)
 		var be *agent.BlockedError
@@ -319,10 +322,14 @@ func (a *tenant) step(rl *runLoop, epoch, step uint64) (bool, error) {
 
 // openTools opens the agent's tools once per run.
 func (a *tenant) openTools(rl *runLoop) error {
-	if rl.tools != nil || a.n.cfg.Tools == nil {
+	if rl.tools != nil {
 		return nil
 	}
-	tb, c, err := a.n.cfg.Tools(a.work())
+	open := a.n.cfg.Tools
+	if open == nil {
+		open = a.openWorkspaceTools
+	}
+	tb, c, err := open(a.work())
 	if err != nil {
 		return err
 	}
