@@ -112,6 +112,13 @@ func (n *Node) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (api
 	a.meta = record.Meta{Name: req.Name, Run: !req.Stopped}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if req.Model != nil {
+		m, err := checkModel(*req.Model)
+		if err != nil {
+			return api.AgentStatus{}, fmt.Errorf("%w: create agent: %w", api.ErrInvalid, err)
+		}
+		req.Model = &m
+	}
 	if req.Task != "" && req.Model == nil {
 		return api.AgentStatus{}, fmt.Errorf("%w: create agent: a task needs a model (--provider and --model)", api.ErrInvalid)
 	}

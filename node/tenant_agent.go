@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentcapsule/capsule/agent"
+	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
@@ -251,4 +252,23 @@ func checkUserText(s string) error {
 		return errors.New("not valid UTF-8")
 	}
 	return nil
+}
+
+// checkModel validates a model reference from outside and fills in the
+// provider's own API when it names none.
+func checkModel(m api.ModelRef) (api.ModelRef, error) {
+	if m.Provider == "" || m.Model == "" {
+		return m, errors.New("a model needs a provider and a model name")
+	}
+	if len(m.Provider) > 128 || len(m.Model) > 256 || len(m.API) > 64 || !utf8.ValidString(m.Provider+m.Model+m.API) {
+		return m, errors.New("the provider, API or model name is too long or not UTF-8")
+	}
+	t := agent.TargetOf(journal.ModelChange{Provider: m.Provider, API: m.API, Model: m.Model})
+	if err := t.Validate(); err != nil {
+		return m, err
+	}
+	if m.API == "" {
+		m.API = t.Producer().API
+	}
+	return m, nil
 }
