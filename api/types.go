@@ -31,6 +31,9 @@ type CreateAgentRequest struct {
 	// Model, if set, is journaled as the agent's first model_change: the
 	// model a move's target renders the journal for when it prepares.
 	Model *ModelRef `json:"model,omitempty"`
+	// Task, if set, is journaled as the agent's first user message after
+	// the model: what the agent works on from its first step.
+	Task string `json:"task,omitempty"`
 }
 
 // ModelRef names a model the way the journal's model_change event does.
@@ -52,18 +55,24 @@ const (
 
 // AgentStatus is what a node knows about one agent.
 type AgentStatus struct {
-	ID        string      `json:"id"`
-	Name      string      `json:"name,omitempty"`
-	Node      string      `json:"node"`   // the node answering
-	Holder    string      `json:"holder"` // the holder named by the record on this node
-	Epoch     uint64      `json:"epoch"`
-	State     string      `json:"state"`
-	Steps     uint64      `json:"steps"`  // runner steps taken on this node since it started
-	Events    int         `json:"events"` // journal events in the capsule on this node
-	Successor string      `json:"successor,omitempty"`
-	Error     string      `json:"error,omitempty"`
-	Blocked   string      `json:"blocked,omitempty"` // why the node will not run it (State "blocked")
-	Move      *MoveStatus `json:"move,omitempty"`
+	ID        string `json:"id"`
+	Name      string `json:"name,omitempty"`
+	Node      string `json:"node"`   // the node answering
+	Holder    string `json:"holder"` // the holder named by the record on this node
+	Epoch     uint64 `json:"epoch"`
+	State     string `json:"state"`
+	Steps     uint64 `json:"steps"`  // runner steps taken on this node since it started
+	Events    int    `json:"events"` // journal events in the capsule on this node
+	Successor string `json:"successor,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Blocked   string `json:"blocked,omitempty"` // why the node will not run it (State "blocked")
+	// Activity is what a running agent's loop does: "working", "idle"
+	// (waiting for a user message) or "blocked" (State is then "blocked"
+	// too, and Blocked says why: a new message, model change or start
+	// tries again).
+	Activity string      `json:"activity,omitempty"`
+	Model    *ModelRef   `json:"model,omitempty"` // the journal's current model, if any
+	Move     *MoveStatus `json:"move,omitempty"`
 }
 
 // MoveRequest asks the node to move an agent it holds to another node.
@@ -132,6 +141,10 @@ type MoveResult struct {
 	// Render is what the target's prepare rendered; nil when the target
 	// did not report one.
 	Render *RenderReport `json:"render,omitempty"`
+	// CancelledModelCalls counts the model calls in flight the freeze
+	// cancelled: their output was not journaled yet, so the agent makes
+	// them again on the target (or here, after a rollback).
+	CancelledModelCalls int `json:"cancelled_model_calls,omitempty"`
 }
 
 // RenderReport is the target's render of the journal during a move's

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentcapsule/capsule/agent"
+	"github.com/agentcapsule/capsule/provider"
+	"github.com/agentcapsule/capsule/render"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -33,8 +36,28 @@ type Config struct {
 	Socket string
 	// MetricsAddr serves /metrics, /healthz and /readyz; empty: none.
 	MetricsAddr string
-	// Runner runs agents (default CounterRunner).
+	// Runner, if set, runs every agent (tests). Unset, an agent whose
+	// journal names a language model runs the agent loop (package agent)
+	// and any other the built-in CounterRunner.
 	Runner Runner
+	// Providers returns the model client for an API (default: the clients
+	// of provider/<name>).
+	Providers func(api render.API) (provider.Client, error)
+	// Endpoints maps a provider name of the journal ("openai",
+	// "anthropic", "google", "ollama", or the name of an OpenAI-compatible
+	// server) to the base URL this node calls it at. A host fact: it is not
+	// part of the capsule.
+	Endpoints map[string]string
+	// ModelEndpoint, if set, serves every provider not in Endpoints: the
+	// root URL of the embedded model endpoint (a simulator; see
+	// docs/SIMULATOR.md).
+	ModelEndpoint string
+	// Tools opens the tools offered to an agent whose workspace is workdir
+	// (default: the built-in workspace tools of package tool).
+	Tools func(workdir string) (agent.Toolbox, io.Closer, error)
+	// ToolWait bounds how long a freeze or a stop waits for a running tool
+	// before it is refused (default 30s): a tool is never cut.
+	ToolWait time.Duration
 	// StepInterval is the pause between runner steps (default 50ms).
 	StepInterval time.Duration
 	// Policy drives pre-copy (default transfer.DefaultPolicy).
@@ -71,8 +94,8 @@ func (c *Config) defaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if c.Runner == nil {
-		c.Runner = CounterRunner{}
+	if c.ToolWait <= 0 {
+		c.ToolWait = 30 * time.Second
 	}
 	if c.StepInterval <= 0 {
 		c.StepInterval = 50 * time.Millisecond

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -12,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcapsule/capsule/agent"
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/node/agentlog"
+	"github.com/agentcapsule/capsule/provider"
+	"github.com/agentcapsule/capsule/render"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -29,10 +33,19 @@ type cluster struct {
 type nodeOpts struct {
 	fsys   vfs.FS
 	step   time.Duration // runner step interval (default 5ms)
-	runner Runner        // default CounterRunner
-	policy transfer.Policy
-	wrap   func(peer ID, rt http.RoundTripper) http.RoundTripper
-	env    map[string]string
+	runner Runner        // default CounterRunner, unless agentLoop
+	// agentLoop leaves Config.Runner unset: agents that name a language
+	// model run the agent loop (package agent).
+	agentLoop bool
+	// providers, endpoint and tools are Config.Providers, ModelEndpoint
+	// and Tools.
+	providers func(render.API) (provider.Client, error)
+	endpoint  string
+	tools     func(workdir string) (agent.Toolbox, io.Closer, error)
+	toolWait  time.Duration
+	policy    transfer.Policy
+	wrap      func(peer ID, rt http.RoundTripper) http.RoundTripper
+	env       map[string]string
 	// abortRetries is Config.AbortRetries (0: the default).
 	abortRetries int
 	// logger is Config.Logger (nil: testLogger).
@@ -63,9 +76,14 @@ func newNodeAt(t testing.TB, dir, addr string, o nodeOpts) *Node {
 	if logger == nil {
 		logger = testLogger(t)
 	}
+	runner := o.runner
+	if runner == nil && !o.agentLoop {
+		runner = CounterRunner{}
+	}
 	n, err := New(Config{Dir: dir, FS: o.fsys, Listen: addr, Socket: "-", Logger: logger,
 		StepInterval: step, RetryInterval: 20 * time.Millisecond, RequestTimeout: 5 * time.Second,
-		WrapTransport: o.wrap, Getenv: func(k string) string { return env[k] }, Runner: o.runner, Policy: o.policy, AbortRetries: o.abortRetries})
+		WrapTransport: o.wrap, Getenv: func(k string) string { return env[k] }, Runner: runner, Policy: o.policy, AbortRetries: o.abortRetries,
+		Providers: o.providers, ModelEndpoint: o.endpoint, Tools: o.tools, ToolWait: o.toolWait})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,7 +112,20 @@ func (n *Node) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (api
 	a.meta = record.Meta{Name: req.Name, Run: !req.Stopped}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := a.create(req.From, req.Model); err != nil {
+	if req.Model != nil {
+		m, err := checkModel(*req.Model)
+		if err != nil {
+			return api.AgentStatus{}, fmt.Errorf("%w: create agent: %w", api.ErrInvalid, err)
+		}
+		req.Model = &m
+	}
+	if req.Task != "" && req.Model == nil {
+		return api.AgentStatus{}, fmt.Errorf("%w: create agent: a task needs a model (--provider and --model)", api.ErrInvalid)
+	}
+	if err := checkUserText(req.Task); err != nil {
+		return api.AgentStatus{}, fmt.Errorf("%w: create agent: task: %w", api.ErrInvalid, err)
+	}
+	if err := a.create(req.From, req.Model, req.Task); err != nil {
 		return api.AgentStatus{}, fmt.Errorf("create agent: %w", err)
 	}
 	n.mu.Lock()
@@ -129,7 +142,7 @@ func (n *Node) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (api
 
 // create lays out the new agent: capsule, workspace, then the holder
 // record at epoch 1 (the last durable step: a node runs nothing without it).
-func (a *tenant) create(from string, model *api.ModelRef) error {
+func (a *tenant) create(from string, model *api.ModelRef, task string) error {
 	fsys := a.n.fsys
 	if err := vfs.MkdirAllDurable(fsys, a.dir, 0o700); err != nil {
 		return err
@@ -160,6 +173,11 @@ func (a *tenant) create(from string, model *api.ModelRef) error {
 	if model != nil {
 		mc := journal.ModelChange{Provider: model.Provider, API: model.API, Model: model.Model}
 		if _, err := a.log.Append(journal.KindModelChange, 1, a.n.wallTime(), mc); err != nil {
+			return err
+		}
+	}
+	if task != "" {
+		if _, err := a.log.Append(journal.KindUser, 1, a.n.wallTime(), journal.UserMessage{Text: task}); err != nil {
 			return err
 		}
 	}

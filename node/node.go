@@ -165,6 +165,9 @@ func (n *Node) open() error {
 	if n.peers, err = OpenPeers(n.fsys, cfg.Dir); err != nil {
 		return err
 	}
+	if n.cfg.Providers == nil {
+		n.cfg.Providers = n.models.get
+	}
 	if n.secrets, err = OpenSecrets(n.fsys, cfg.Dir, cfg.Getenv); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentcapsule/capsule/agent"
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/journal"
@@ -252,8 +253,8 @@ func TestRenderTarget(t *testing.T) {
 		{journal.ModelChange{Provider: "vllm", API: "openai-chat", Model: "qwen"}, render.OpenAIChat},
 	}
 	for _, c := range cases {
-		if got := renderTarget(c.mc); got.API != c.want || got.Model != c.mc.Model || got.Provider != c.mc.Provider {
-			t.Errorf("renderTarget(%+v) = %+v, want API %s", c.mc, got, c.want)
+		if got := agent.TargetOf(c.mc); got.API != c.want || got.Model != c.mc.Model || got.Provider != c.mc.Provider {
+			t.Errorf("agent.TargetOf(%+v) = %+v, want API %s", c.mc, got, c.want)
 		}
 	}
 }

@@ -1,9 +1,9 @@
 package node
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentcapsule/capsule/agent"
 	"sync"
 	"time"
 
@@ -38,14 +38,14 @@ func renderJournal(events []journal.Event, fn renderFunc, now func() time.Time) 
 	if fn == nil {
 		fn = wire.Render
 	}
-	mc, ok, err := currentModel(events)
+	mc, ok, err := agent.CurrentModel(events)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return &api.RenderReport{Events: len(events), Note: noteNoModel}, nil
 	}
-	t := renderTarget(mc)
+	t := agent.TargetOf(mc)
 	rr := &api.RenderReport{Model: &api.ModelRef{Provider: mc.Provider, API: mc.API, Model: mc.Model}, RenderAPI: string(t.API), Events: len(events)}
 	start := now()
 	body, rep, err := fn(events, t)
@@ -61,49 +61,6 @@ func renderJournal(events []journal.Event, fn renderFunc, now func() time.Time) 
 	return rr, nil
 }
 
-// currentModel returns the body of the newest model_change event.
-func currentModel(events []journal.Event) (journal.ModelChange, bool, error) {
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Kind != journal.KindModelChange {
-			continue
-		}
-		var mc journal.ModelChange
-		if err := json.Unmarshal(events[i].Body, &mc); err != nil {
-			return mc, false, fmt.Errorf("render: model_change %s: %w", events[i].ID, err)
-		}
-		return mc, true, nil
-	}
-	return journal.ModelChange{}, false, nil
-}
-
-// renderTarget maps a model_change to the wire format that serves it: an
-// API already named as a wire format is taken as is; otherwise the
-// provider's own API (Ollama's native chat, Anthropic messages, Gemini
-// generateContent, OpenAI Responses) or, for any other "chat" provider, an
-// OpenAI-compatible Chat Completions server.
-func renderTarget(mc journal.ModelChange) render.Target {
-	t := render.Target{Provider: mc.Provider, Model: mc.Model}
-	for _, w := range render.APIs {
-		if string(w) == mc.API {
-			t.API = w
-			return t
-		}
-	}
-	switch {
-	case mc.Provider == "ollama":
-		t.API = render.Ollama
-	case mc.Provider == "anthropic" || mc.API == "messages":
-		t.API = render.Anthropic
-	case mc.Provider == "google" || mc.Provider == "gemini" || mc.API == "generateContent":
-		t.API = render.Gemini
-	case mc.API == "responses":
-		t.API = render.OpenAIResponses
-	default:
-		t.API = render.OpenAIChat
-	}
-	return t
-}
-
 // warmed records the wire formats rendered once in this process.
 var warmed sync.Map
 
@@ -112,11 +69,11 @@ var warmed sync.Map
 // tokenizer's tables, and a target that warms up during pre-copy keeps
 // that cost out of the frozen window.
 func warmRender(events []journal.Event, fn renderFunc) {
-	mc, ok, err := currentModel(events)
+	mc, ok, err := agent.CurrentModel(events)
 	if err != nil || !ok {
 		return
 	}
-	t := renderTarget(mc)
+	t := agent.TargetOf(mc)
 	if _, done := warmed.LoadOrStore(t.API, true); done {
 		return
 	}

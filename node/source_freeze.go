@@ -40,9 +40,13 @@ func (a *tenant) freezeLocked(reason string, mr *moveRun) error {
 		mr.mu.Unlock()
 	}
 	if a.run != nil {
-		close(a.run.stop)
-		<-a.run.done
-		a.run = nil
+		rl := a.run
+		if err := a.stopRunnerLocked(); err != nil {
+			return err
+		}
+		if n := rl.cancelled.Load(); n > 0 {
+			mr.noteCancelled(int(n))
+		}
 	}
 	stop()
 	if err := a.openLog(a.holder.Holder()); err != nil {
@@ -56,7 +60,9 @@ func (a *tenant) freezeLocked(reason string, mr *moveRun) error {
 // liveInventory commits the running agent's current state between two
 // steps and returns its inventory, for pre-copy.
 func (a *tenant) liveInventory(mr *moveRun) (transfer.Inventory, error) {
-	a.stepMu.Lock()
+	if !a.lockStepWithin(a.n.cfg.ToolWait) {
+		return transfer.Inventory{}, &ToolRunningError{Agent: a.id, Wait: a.n.cfg.ToolWait}
+	}
 	defer a.stepMu.Unlock()
 	mr.mu.Lock()
 	mr.rounds++

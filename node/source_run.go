@@ -30,6 +30,7 @@ type moveRun struct {
 	frozenAt    time.Time
 	runningAt   time.Time // when the target's activated reply arrived
 	frozenMS    int64
+	cancelled   int // model calls the freeze cancelled
 	frozenRT    int
 	windowBytes int64
 	render      *api.RenderReport // what the target's prepare rendered
@@ -90,13 +91,20 @@ func (mr *moveRun) status() api.MoveStatus {
 	return api.MoveStatus{MoveID: mr.id, To: string(mr.to), Epoch: mr.epoch, Phase: mr.phase, Outcome: string(mr.outcome), Reason: mr.reason}
 }
 
+// noteCancelled records model calls the freeze cancelled, for the report.
+func (mr *moveRun) noteCancelled(n int) {
+	mr.mu.Lock()
+	mr.cancelled += n
+	mr.mu.Unlock()
+}
+
 func (mr *moveRun) result(agentID string, from ID) api.MoveResult {
 	mr.mu.Lock()
 	defer mr.mu.Unlock()
 	return api.MoveResult{Agent: agentID, MoveID: mr.id, From: string(from), To: string(mr.to), Epoch: mr.epoch,
 		Outcome: string(mr.outcome), Reason: mr.reason, FrozenMS: mr.frozenMS, BytesSent: mr.prog.BytesSent,
 		BlobsSent: mr.prog.BlobsSent, BlobsSkipped: mr.prog.BlobsSkipped, BlobsDelta: mr.wire.deltas, RoundTripsFrozen: mr.frozenRT, PrecopyRounds: mr.rounds,
-		WindowBytes: mr.windowBytes, Render: mr.render}
+		WindowBytes: mr.windowBytes, Render: mr.render, CancelledModelCalls: mr.cancelled}
 }
 
 // noteWant records, from a want or promise answering an inventory, the

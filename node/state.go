@@ -34,6 +34,7 @@ type Node struct {
 	cert    tls.Certificate
 	peers   *Peers
 	secrets *Secrets
+	models  modelClients // the default provider clients (Config.Providers unset)
 	m       *metrics
 
 	mu      sync.Mutex
@@ -106,11 +107,6 @@ type tenant struct {
 	// a step boundary.
 	stepMu sync.Mutex
 	steps  atomic.Uint64
-}
-
-type runLoop struct {
-	stop chan struct{}
-	done chan struct{}
 }
 
 // peerUse counts the peer requests in flight for one agent, so that an

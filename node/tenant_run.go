@@ -1,9 +1,14 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"time"
 
+	"github.com/agentcapsule/capsule/agent"
+	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
@@ -71,7 +76,7 @@ func (a *tenant) runLocked() error {
 	if !ok || a.log == nil {
 		return fmt.Errorf("%w: %s (%s)", ErrNotHeld, a.id, a.why())
 	}
-	rl := &runLoop{stop: make(chan struct{}), done: make(chan struct{})}
+	rl := newRunLoop()
 	a.run = rl
 	a.n.wg.Add(1)
 	go a.loop(rl, epoch)
@@ -115,20 +120,63 @@ func (a *tenant) stopLocked(reason string) error {
 
 // haltLocked stops the runner at a step boundary and journals why (the
 // event is durable when it returns). It reports whether the runner was
-// running.
+// running. A tool that runs longer than Config.ToolWait is not cut: the
+// runner goes on and haltLocked returns a *ToolRunningError.
 func (a *tenant) haltLocked(reason string) (bool, error) {
 	if a.run == nil {
 		return false, nil
 	}
-	close(a.run.stop)
-	<-a.run.done
-	a.run = nil
+	if err := a.stopRunnerLocked(); err != nil {
+		return false, err
+	}
 	epoch := a.holder.Holder()
 	if _, err := a.log.Append(journal.KindFrozen, epoch, a.n.wallTime(), journal.Frozen{Reason: reason}); err != nil {
 		return true, err
 	}
 	a.n.log.Info("agent frozen", "agent", a.id, "epoch", epoch, "reason", reason)
 	return true, nil
+}
+
+// ToolRunningError is why a freeze or a stop was refused: a tool still
+// runs after Config.ToolWait, and a tool is never cut.
+type ToolRunningError struct {
+	Agent string
+	Wait  time.Duration
+}
+
+// Error names the agent and the bound.
+func (e *ToolRunningError) Error() string {
+	return fmt.Sprintf("node: agent %s: a tool is still running after %s; it is never cut: try again when it has finished", e.Agent, e.Wait)
+}
+
+// stopRunnerLocked stops the runner at a step boundary: a model call in
+// flight is cancelled (its output was not journaled; a later step makes
+// it again), a running tool is waited for up to Config.ToolWait. When the
+// wait runs out the runner keeps running and a *ToolRunningError says why.
+func (a *tenant) stopRunnerLocked() error {
+	rl := a.run
+	if rl == nil {
+		return nil
+	}
+	rl.requestHalt()
+	t := a.n.clock.After(a.n.cfg.ToolWait)
+	select {
+	case <-rl.done:
+	case <-t:
+		if !rl.retractHalt() {
+			<-rl.done
+			break
+		}
+		return &ToolRunningError{Agent: a.id, Wait: a.n.cfg.ToolWait}
+	}
+	a.run = nil
+	if n := rl.cancelled.Load(); n > 0 {
+		a.n.log.Info("model call cancelled by a stop; it is made again when the agent runs", "agent", a.id, "calls", n)
+	}
+	if rl.tools != nil {
+		_ = rl.toolsCloser.Close()
+	}
+	return nil
 }
 
 // commitLocked records the workspace into the capsule (blobs first, only
@@ -163,45 +211,129 @@ func (a *tenant) commitHolderLocked() error {
 	return nil
 }
 
-// loop runs the runner until stop is closed, one step at a time.
+// loop runs the runner until a halt is requested, one step at a time.
+// The counter steps every StepInterval; the agent loop takes its next
+// step at once, and when it is idle or blocked it waits for wake without
+// a timer (an idle agent costs no CPU and no disk writes).
 func (a *tenant) loop(rl *runLoop, epoch uint64) {
 	defer a.n.wg.Done()
 	defer close(rl.done)
 	var step uint64
+	wait := a.n.cfg.StepInterval
+	failures := 0
 	for {
-		select {
-		case <-rl.stop:
+		if !rl.pause(a.n.clock, wait) {
 			return
-		case <-a.n.clock.After(a.n.cfg.StepInterval):
 		}
-		select {
-		case <-rl.stop:
-			return
-		default:
+		if wait < 0 {
+			rl.setActivity(activityWorking, "") // woken
 		}
 		step++
-		if err := a.step(epoch, step); err != nil {
+		usedAgent, err := a.step(rl, epoch, step)
+		var be *agent.BlockedError
+		switch {
+		case err == nil:
+			failures = 0
+			rl.setActivity(activityWorking, "")
+			wait = a.n.cfg.StepInterval
+			if usedAgent {
+				wait = 0
+			}
+		case errors.Is(err, agent.ErrIdle):
+			rl.setActivity(activityIdle, "")
+			wait = -1
+		case errors.As(err, &be):
+			rl.setActivity(activityBlocked, be.Reason)
+			a.lastErr.Store(be.Error())
+			a.n.log.Warn("agent blocked", "agent", a.id, "reason", be.Reason)
+			wait = -1
+		case errors.Is(err, context.Canceled) && rl.halting():
+			// a freeze cancelled a model call: it is made again later
+		default:
 			a.n.log.Warn("runner step failed", "agent", a.id, "epoch", epoch, "err", err)
 			if errors.Is(err, journal.ErrStaleEpoch) {
 				return // fenced off: never write under an old epoch
 			}
+			failures++
+			wait = backoff(a.n.cfg.StepInterval, failures)
 		}
 	}
 }
 
-func (a *tenant) step(epoch, step uint64) error {
+// backoff is the pause after n failed steps in a row: doubling from
+// base, at most 30s.
+func backoff(base time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}
+
+// step takes one step with the configured runner, or, unset, with the
+// agent loop when the journal names a language model and the counter
+// otherwise. It reports whether the agent loop took it.
+func (a *tenant) step(rl *runLoop, epoch, step uint64) (bool, error) {
 	a.stepMu.Lock()
 	defer a.stepMu.Unlock()
+	ctx, cancel := context.WithCancel(a.n.ctx)
+	defer cancel()
+	rl.setCancel(cancel)
+	defer rl.setCancel(nil)
+	runner := a.n.cfg.Runner
+	usedAgent := false
+	if runner == nil {
+		events, err := rl.view.refresh(a.n.fsys, filepath.Join(a.capsule(), journalInCap))
+		if err != nil {
+			a.lastErr.Store(err.Error())
+			return false, err
+		}
+		if mc, ok, _ := agent.CurrentModel(events); ok {
+			rl.model.Store(&api.ModelRef{Provider: mc.Provider, API: mc.API, Model: mc.Model})
+		}
+		if usesAgent(events) {
+			usedAgent = true
+			if err := a.openTools(rl); err != nil {
+				return true, &agent.BlockedError{Reason: "the workspace tools cannot be opened: " + err.Error(), Err: err}
+			}
+			err := a.agentStep(ctx, rl, epoch, events)
+			if err == nil {
+				a.steps.Add(1)
+				a.n.m.steps.Inc()
+			} else if !errors.Is(err, agent.ErrIdle) {
+				a.lastErr.Store(err.Error())
+			}
+			return true, err
+		}
+		runner = CounterRunner{}
+	}
 	env := &StepEnv{Agent: a.id, Node: a.n.id, Epoch: epoch, Step: step, FS: a.n.fsys, Workdir: a.work(), Now: a.n.clock.Now(),
 		Append: func(kind journal.Kind, body any) (journal.Event, error) {
 			return a.log.Append(kind, epoch, a.n.wallTime(), body)
 		}}
-	if err := a.n.cfg.Runner.Step(a.n.ctx, env); err != nil {
+	if err := runner.Step(ctx, env); err != nil {
 		a.lastErr.Store(err.Error())
-		return err
+		return usedAgent, err
 	}
 	a.steps.Add(1)
 	a.n.m.steps.Inc()
+	return usedAgent, nil
+}
+
+// openTools opens the agent's tools once per run.
+func (a *tenant) openTools(rl *runLoop) error {
+	if rl.tools != nil {
+		return nil
+	}
+	open := a.n.cfg.Tools
+	if open == nil {
+		open = a.openWorkspaceTools
+	}
+	tb, c, err := open(a.work())
+	if err != nil {
+		return err
+	}
+	rl.tools, rl.toolsCloser = tb, c
 	return nil
 }
 
@@ -220,5 +352,9 @@ func (a *tenant) why() string {
 
 // wake tells the runner that something it waits for arrived (a user
 // event, a model change, an operator start): an idle or blocked agent
-// takes its next step now.
-func (a *tenant) wake() {}
+// takes its next step now. Caller holds a.mu.
+func (a *tenant) wake() {
+	if a.run != nil {
+		a.run.poke()
+	}
+}

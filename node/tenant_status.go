@@ -33,6 +33,16 @@ func (a *tenant) status() api.AgentStatus {
 	if a.log != nil {
 		st.Events = int(a.log.Pos().Count)
 	}
+	if a.run != nil {
+		act, why := a.run.status()
+		st.Activity = act
+		if act == activityBlocked {
+			st.State, st.Blocked = api.StateBlocked, why
+		}
+		if m := a.run.model.Load(); m != nil {
+			st.Model = m
+		}
+	}
 	if src != nil && a.src.move != nil && a.src.move.id == src.State().Move {
 		ms := a.moveStatus()
 		st.Move = &ms

@@ -283,7 +283,8 @@ func startDemoNodes(dir string) ([]*node.Node, error) {
 	var nodes []*node.Node
 	for _, name := range []string{"a", "b"} {
 		n, err := node.New(node.Config{Dir: filepath.Join(dir, name), Listen: "127.0.0.1:0", Socket: "-",
-			StepInterval: 20 * time.Millisecond, RetryInterval: 50 * time.Millisecond, Commit: buildCommit()})
+			StepInterval: 20 * time.Millisecond, RetryInterval: 50 * time.Millisecond, Commit: buildCommit(),
+			Runner: node.CounterRunner{}}) // the demo agent names a model only for the prepare render
 		if err == nil {
 			err = n.Start()
 		}

@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -70,7 +72,9 @@ func probeSocket(sock string) error {
 func newNodeCmd() *cobra.Command {
 	var o struct {
 		data, listen, metrics, logFormat string
-		step                             time.Duration
+		step, toolWait                   time.Duration
+		modelEndpoint                    string
+		endpoints                        []string
 	}
 	c := &cobra.Command{
 		Use:   "node",
@@ -87,9 +91,22 @@ port 0) and its local socket, for scripts:
 
 The CLI talks to it through DATA/node.sock (mode 0600). SIGINT or SIGTERM
 freezes every running agent at a step boundary, commits its capsule and
-exits; agents that were running start again on the next start.`,
+exits; agents that were running start again on the next start.
+
+An agent whose journal names a language model runs the agent loop: it
+calls the model through the provider's API at the endpoint this node is
+given for that provider (--endpoint, repeatable: PROVIDER=URL, with URL the
+API's base, e.g. openai=https://api.openai.com/v1, ollama=http://127.0.0.1:11434,
+or any OpenAI-compatible server under its own provider name), else at
+--model-endpoint for every provider (the root URL of the embedded model
+endpoint, a simulator: capsule model serve), else at the provider's public
+endpoint. Keys are read from the host's secret store at each call, never
+from the capsule. Endpoints are host facts: they are not in the capsule,
+and a move's target uses its own.`,
 		Example: `  capsule node --data ~/capsule-a --listen 127.0.0.1:7070
   capsule node --data /tmp/b --listen 127.0.0.1:0 --metrics 127.0.0.1:9090 --log-format json
+  capsule node --data /tmp/b --model-endpoint http://127.0.0.1:8080
+  capsule node --data /tmp/b --endpoint ollama=http://127.0.0.1:11434 --endpoint vllm=http://gpu1:8000/v1
   capsule node id --data ~/capsule-a
   capsule node peer add nabc... 10.0.0.2:7070 --data ~/capsule-a`,
 		Args: cobra.NoArgs,
@@ -101,8 +118,17 @@ exits; agents that were running start again on the next start.`,
 			if err != nil {
 				return err
 			}
+			endpoints, err := parseEndpoints(o.endpoints)
+			if err != nil {
+				return err
+			}
+			if o.modelEndpoint != "" {
+				if err := checkEndpointURL("--model-endpoint", o.modelEndpoint); err != nil {
+					return err
+				}
+			}
 			return runNode(cmd, node.Config{Dir: o.data, Listen: o.listen, MetricsAddr: o.metrics, Logger: logger,
-				StepInterval: o.step, Commit: buildCommit()})
+				StepInterval: o.step, Commit: buildCommit(), Endpoints: endpoints, ModelEndpoint: o.modelEndpoint, ToolWait: o.toolWait})
 		},
 	}
 	dataFlag(c, &o.data)
@@ -110,6 +136,9 @@ exits; agents that were running start again on the next start.`,
 	c.Flags().StringVar(&o.metrics, "metrics", "", "serve /metrics, /healthz and /readyz on this address (off by default)")
 	c.Flags().StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	c.Flags().DurationVar(&o.step, "step-interval", 50*time.Millisecond, "pause between steps of the built-in runner")
+	c.Flags().StringVar(&o.modelEndpoint, "model-endpoint", "", "root URL that serves every provider not named by --endpoint (the embedded simulator)")
+	c.Flags().StringArrayVar(&o.endpoints, "endpoint", nil, "PROVIDER=URL: the base URL this node calls a provider at (repeatable)")
+	c.Flags().DurationVar(&o.toolWait, "tool-wait", 30*time.Second, "how long a move or a stop waits for a running tool before it is refused")
 	c.AddCommand(newNodeIDCmd(), newNodeWaitCmd(), newPeerCmd())
 	return c
 }
@@ -343,4 +372,32 @@ func newPeerRmCmd() *cobra.Command {
 	}
 	dataFlag(c, &data)
 	return c
+}
+
+// parseEndpoints reads --endpoint PROVIDER=URL flags.
+func parseEndpoints(flags []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range flags {
+		name, u, ok := strings.Cut(f, "=")
+		if !ok || name == "" {
+			return nil, usageError{fmt.Errorf("--endpoint %q: want PROVIDER=URL", f)}
+		}
+		if err := checkEndpointURL("--endpoint "+name, u); err != nil {
+			return nil, err
+		}
+		if _, dup := out[name]; dup {
+			return nil, usageError{fmt.Errorf("--endpoint %s given twice", name)}
+		}
+		out[name] = u
+	}
+	return out, nil
+}
+
+// checkEndpointURL accepts an http or https URL with a host.
+func checkEndpointURL(flag, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageError{fmt.Errorf("%s %q: want an http:// or https:// URL with a host", flag, raw)}
+	}
+	return nil
 }

@@ -146,21 +146,44 @@ func finish(batch []*request, err error) {
 // clockLocked returns the largest clock in the journal.
 func (l *Log) clockLocked() uint64 { return l.state.last.Clock }
 
-// append seals a new event for r.
+// append seals the new events of r (one, or an AppendAll's several, all
+// sealed before any is added, so that the batch holds all or none).
 func (b *batchState) append(r *request) error {
 	if r.epoch < b.epoch {
 		return &journal.StaleEpochError{Epoch: r.epoch, Holder: b.epoch}
 	}
 	h := b.head(r.machine)
-	e := journal.Event{
-		Machine: r.machine, Seq: h.Seq + 1, Prev: h.ID, Clock: b.clock + 1,
-		Epoch: r.epoch, V: journal.SchemaVersion, Time: r.time, Kind: r.kind, Body: r.body,
+	clock := b.clock
+	seal := func(kind journal.Kind, body []byte) (journal.Event, error) {
+		e := journal.Event{
+			Machine: r.machine, Seq: h.Seq + 1, Prev: h.ID, Clock: clock + 1,
+			Epoch: r.epoch, V: journal.SchemaVersion, Time: r.time, Kind: kind, Body: body,
+		}
+		if err := journal.Seal(&e); err != nil {
+			return e, err
+		}
+		h, clock = journal.Head{Seq: e.Seq, ID: e.ID, Clock: e.Clock, Epoch: e.Epoch}, e.Clock
+		return e, nil
 	}
-	if err := journal.Seal(&e); err != nil {
+	e, err := seal(r.kind, r.body)
+	if err != nil {
 		return err
 	}
-	r.event = e
-	b.add(e, r)
+	events := []journal.Event{e}
+	for _, p := range r.more {
+		e, err := seal(p.kind, p.body)
+		if err != nil {
+			return err
+		}
+		events = append(events, e)
+	}
+	r.event = events[0]
+	if r.more != nil {
+		r.events = events
+	}
+	for _, e := range events {
+		b.add(e, r)
+	}
 	return nil
 }
 

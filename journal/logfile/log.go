@@ -127,6 +127,9 @@ type request struct {
 	time    string
 	body    []byte
 	sealed  []journal.Event // set for Import: events sealed elsewhere
+	more    []part          // set for AppendAll: the events after the first
+
+	events []journal.Event // every event an AppendAll request sealed
 
 	event journal.Event
 	n     int // events Import wrote
@@ -463,6 +466,42 @@ func (l *Log) Append(machine string, kind journal.Kind, epoch uint64, wallTime s
 		return journal.Event{}, fmt.Errorf("append: %w", r.err)
 	}
 	return r.event, nil
+}
+
+// part is one more event of an AppendAll request.
+type part struct {
+	kind journal.Kind
+	body []byte
+}
+
+// AppendAll writes new events of machine under epoch as one unit: they are
+// sealed one after the other, with no other appender's event between
+// them, in one write and one fsync, and returned once durable. A crash in
+// the write can leave a prefix of them (a torn last line is quarantined at
+// the next open); nothing else is ever between them.
+func (l *Log) AppendAll(machine string, epoch uint64, wallTime string, kinds []journal.Kind, bodies []any) ([]journal.Event, error) {
+	if len(kinds) == 0 || len(kinds) != len(bodies) {
+		return nil, fmt.Errorf("append: %d kinds for %d bodies", len(kinds), len(bodies))
+	}
+	var first []byte
+	var more []part
+	for i := range kinds {
+		raw, err := journal.MarshalBody(kinds[i], bodies[i])
+		if err != nil {
+			return nil, fmt.Errorf("append: event %d: %w", i, err)
+		}
+		if i == 0 {
+			first = raw
+		} else {
+			more = append(more, part{kinds[i], raw})
+		}
+	}
+	r := &request{machine: machine, kind: kinds[0], epoch: epoch, time: wallTime, body: first, more: more}
+	l.submit(r)
+	if r.err != nil {
+		return nil, fmt.Errorf("append: %w", r.err)
+	}
+	return r.events, nil
 }
 
 // Import adds events sealed elsewhere (a move's journal tail, a merge) that

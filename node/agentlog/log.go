@@ -38,29 +38,11 @@ func (e *Log) Append(kind journal.Kind, epoch uint64, wall string, body any) (jo
 	return e.l.Append(e.machine, kind, epoch, wall, body)
 }
 
-// AppendAll writes events of this machine under epoch, in order, with one
-// write and one fsync: they are sealed here, continuing the journal's
-// chain and clock, then imported. The caller must be the journal's only
-// writer meanwhile (no runner step in flight).
-func (e *Log) AppendAll(epoch uint64, wall string, kinds []journal.Kind, bodies []any) error {
-	w := journal.NewWriterAfter(e.machine, e.l.Summary())
-	events := make([]journal.Event, len(kinds))
-	for i := range kinds {
-		ev, err := w.Next(kinds[i], epoch, wall, bodies[i])
-		if err != nil {
-			return err
-		}
-		w.Observe(&ev)
-		events[i] = ev
-	}
-	if e.l.Epoch() > epoch {
-		return fmt.Errorf("%w: epoch %d is below the journal's fence %d", journal.ErrStaleEpoch, epoch, e.l.Epoch())
-	}
-	n, err := e.l.Import(events)
-	if err == nil && n != len(events) {
-		err = fmt.Errorf("journal: %d of %d events written", n, len(events))
-	}
-	return err
+// AppendAll writes events of this machine under epoch as one unit, with
+// one write and one fsync and no other event between them
+// (logfile.Log.AppendAll), and returns them once durable.
+func (e *Log) AppendAll(epoch uint64, wall string, kinds []journal.Kind, bodies []any) ([]journal.Event, error) {
+	return e.l.AppendAll(e.machine, epoch, wall, kinds, bodies)
 }
 
 // Import adds events sealed elsewhere (a move's journal tail), durably,

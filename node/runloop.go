@@ -1,0 +1,163 @@
+package node
+
+import (
+	"context"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentcapsule/capsule/agent"
+	"github.com/agentcapsule/capsule/api"
+)
+
+// What the runner is doing, for status.
+const (
+	activityWorking = "working" // taking steps
+	activityIdle    = "idle"    // waiting for a user message
+	activityBlocked = "blocked" // waiting for an operator: Reason says why
+)
+
+// runLoop is one run of an agent's runner: the goroutine's controls and
+// what status shows of it.
+type runLoop struct {
+	done chan struct{} // closed when the loop has returned
+	wake chan struct{} // poked when something the loop waits for arrived
+
+	mu       sync.Mutex
+	halt     bool               // a halt is requested
+	exited   bool               // the loop saw the halt and returns
+	phase    agent.Phase        // what the step in flight does
+	cancel   context.CancelFunc // cancels the step in flight
+	activity string
+	reason   string
+
+	cancelled atomic.Int64 // model calls a halt cancelled
+	model     atomic.Pointer[api.ModelRef]
+
+	// Owned by the loop goroutine (and stopRunnerLocked once it returned).
+	view        journalView
+	tools       agent.Toolbox
+	toolsCloser io.Closer
+}
+
+func newRunLoop() *runLoop {
+	return &runLoop{done: make(chan struct{}), wake: make(chan struct{}, 1), activity: activityWorking}
+}
+
+// poke wakes the loop if it waits.
+func (rl *runLoop) poke() {
+	select {
+	case rl.wake <- struct{}{}:
+	default:
+	}
+}
+
+// requestHalt asks the loop to return at the next step boundary and
+// cancels a model call in flight (a tool is left to finish).
+func (rl *runLoop) requestHalt() {
+	rl.mu.Lock()
+	rl.halt = true
+	if rl.phase == agent.PhaseModel && rl.cancel != nil {
+		rl.cancel()
+		rl.cancelled.Add(1)
+	}
+	rl.mu.Unlock()
+	rl.poke()
+}
+
+// retractHalt withdraws a halt the loop has not acted on yet; it reports
+// false when the loop is already returning.
+func (rl *runLoop) retractHalt() bool {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if rl.exited {
+		return false
+	}
+	rl.halt = false
+	return true
+}
+
+// halting reports whether a halt is requested.
+func (rl *runLoop) halting() bool {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return rl.halt
+}
+
+// shouldExit reports, once and for good, whether the loop must return.
+func (rl *runLoop) shouldExit() bool {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if rl.halt {
+		rl.exited = true
+	}
+	return rl.exited
+}
+
+// pause waits before the next step: wait > 0 for that long or a poke, 0
+// not at all, < 0 for a poke only. It reports whether to go on.
+func (rl *runLoop) pause(c Clock, wait time.Duration) bool {
+	if rl.shouldExit() {
+		return false
+	}
+	switch {
+	case wait > 0:
+		select {
+		case <-rl.wake:
+		case <-c.After(wait):
+		}
+	case wait < 0:
+		<-rl.wake
+	}
+	return !rl.shouldExit()
+}
+
+func (rl *runLoop) setCancel(f context.CancelFunc) {
+	rl.mu.Lock()
+	rl.cancel = f
+	rl.mu.Unlock()
+}
+
+// enter sets the phase of the step in flight and returns the one before.
+func (rl *runLoop) enter(p agent.Phase) agent.Phase {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	was := rl.phase
+	rl.phase = p
+	return was
+}
+
+func (rl *runLoop) setActivity(activity, reason string) {
+	rl.mu.Lock()
+	rl.activity, rl.reason = activity, reason
+	rl.mu.Unlock()
+}
+
+// status returns the activity and its reason.
+func (rl *runLoop) status() (string, string) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return rl.activity, rl.reason
+}
+
+// lockStepWithin takes a.stepMu, waiting at most d for the step in flight
+// (a tool) to end; it reports whether it took it.
+func (a *tenant) lockStepWithin(d time.Duration) bool {
+	if a.stepMu.TryLock() {
+		return true
+	}
+	deadline := a.n.clock.After(d)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-deadline:
+			return a.stepMu.TryLock()
+		case <-tick.C:
+			if a.stepMu.TryLock() {
+				return true
+			}
+		}
+	}
+}
