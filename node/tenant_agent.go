@@ -19,6 +19,7 @@ import (
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/render"
+	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -32,9 +33,10 @@ const toolMarkFile = "tool-running.json"
 
 // toolMark is the content of toolMarkFile.
 type toolMark struct {
-	V      int    `json:"v"`
-	CallID string `json:"call_id"`
-	Epoch  uint64 `json:"epoch"`
+	V       int    `json:"v"` // schema.ToolMark version
+	Release string `json:"release"`
+	CallID  string `json:"call_id"`
+	Epoch   uint64 `json:"epoch"`
 }
 
 // journalView is the journal as the runner reads it: the events decoded
@@ -119,7 +121,8 @@ func usesAgent(events []journal.Event) bool {
 func (a *tenant) agentStep(ctx context.Context, rl *runLoop, epoch uint64, events []journal.Event) error {
 	mark, err := a.readToolMark()
 	if err != nil {
-		return err
+		// Fail closed: the mark says a tool may have run; keep every byte.
+		return &agent.BlockedError{Reason: "the record of the running tool cannot be read: " + err.Error(), Err: err}
 	}
 	sc := newScrubber()
 	env := &agent.Env{
@@ -153,7 +156,7 @@ func (a *tenant) agentStep(ctx context.Context, rl *runLoop, epoch uint64, event
 			}
 			switch {
 			case p == agent.PhaseTool:
-				return a.writeToolMark(toolMark{V: 1, CallID: callID, Epoch: epoch})
+				return a.writeToolMark(toolMark{V: schema.Current[schema.ToolMark], Release: schema.Release, CallID: callID, Epoch: epoch})
 			case p == agent.PhaseNone:
 				return a.clearToolMark()
 			}
@@ -205,6 +208,9 @@ func (a *tenant) readToolMark() (toolMark, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		// Fail closed: a mark that cannot be read still says a tool ran.
 		return m, fmt.Errorf("node: %s: %w", a.path(toolMarkFile), err)
+	}
+	if !schema.CanRead(schema.ToolMark, m.V) {
+		return m, fmt.Errorf("node: %s: version %d written by release %q, which this release does not read", a.path(toolMarkFile), m.V, m.Release)
 	}
 	return m, nil
 }

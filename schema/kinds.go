@@ -60,6 +60,9 @@ func histories() map[Kind]History {
 		{Kind: Secrets, Where: "DATA/secrets.json: operator-written, no version member (version 1)", Floor: 1, Current: 1, Versions: []Version{
 			{1, "secret values by name", "0.1.0"},
 		}},
+		{Kind: ToolMark, Where: "DATA/agents/<id>/tool-running.json: v and release (from 0.2.0; absent file: no tool running)", Floor: 1, Current: 1, Versions: []Version{
+			{1, "the call whose tool the runner runs, and the epoch; removed when its result is journaled", "0.2.0"},
+		}},
 	} {
 		m[h.Kind] = h
 	}

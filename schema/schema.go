@@ -42,6 +42,7 @@ const (
 	HostRecord Kind = "host_record" // node.lock.json
 	NodeKey    Kind = "node_key"    // node.key
 	Secrets    Kind = "secrets"     // secrets.json
+	ToolMark   Kind = "tool_mark"   // agents/<id>/tool-running.json
 )
 
 // Kinds lists the kinds of a capsule in a fixed order: exactly the members
@@ -49,7 +50,7 @@ const (
 var Kinds = []Kind{Manifest, Journal, Session, MemoryIndex, Environment, Snapshot, Coordination}
 
 // NodeKinds lists the kinds of a node's data folder in a fixed order.
-var NodeKinds = []Kind{HolderLog, SourceLog, AgentMeta, Shadow, StatCache, Peers, HostRecord, NodeKey, Secrets}
+var NodeKinds = []Kind{HolderLog, SourceLog, AgentMeta, Shadow, StatCache, Peers, HostRecord, NodeKey, Secrets, ToolMark}
 
 // AllKinds lists every kind: Kinds, then NodeKinds.
 func AllKinds() []Kind { return append(append([]Kind{}, Kinds...), NodeKinds...) }
