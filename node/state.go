@@ -101,6 +101,7 @@ type tenant struct {
 	peer        peerUse              // peer requests in flight (peeragent.go); guarded by Node.mu
 	src         *sourceSide          // never nil
 	tgt         *targetSide          // never nil
+	watch       hub                  // watchers of the agent (own lock; watch.go)
 
 	// stepMu is held for the whole of each runner step; taking it waits for
 	// a step boundary.

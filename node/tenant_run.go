@@ -99,6 +99,7 @@ func (a *tenant) openLog(epoch uint64) error {
 	for _, q := range l.Quarantined() {
 		a.n.log.Warn("journal: torn last line set aside", "agent", a.id, "file", q.Path, "line", q.Line, "reason", q.Reason)
 	}
+	l.SetOnAppend(a.publishEvent)
 	a.log = l
 	return nil
 }

@@ -18,6 +18,26 @@ import (
 type Log struct {
 	l       *logfile.Log
 	machine string
+	// onAppend, when set, sees every event this Log wrote, after it is
+	// durable (SetOnAppend).
+	onAppend func(journal.Event)
+}
+
+// SetOnAppend makes f see every event written through the log (Append,
+// AppendAll and the new events of Import), in order, once each is
+// durable. It must be set before appends start (where the log is
+// opened); f runs on the appending goroutine and must not block or
+// append.
+func (e *Log) SetOnAppend(f func(journal.Event)) { e.onAppend = f }
+
+// notify passes events to the append hook, if one is set.
+func (e *Log) notify(events ...journal.Event) {
+	if e.onAppend == nil {
+		return
+	}
+	for _, ev := range events {
+		e.onAppend(ev)
+	}
 }
 
 // Open opens (creating if needed) the journal at path for machine,
@@ -35,7 +55,11 @@ func (e *Log) Quarantined() []logfile.Quarantine { return e.l.Quarantined() }
 
 // Append writes one event under epoch and returns it once it is durable.
 func (e *Log) Append(kind journal.Kind, epoch uint64, wall string, body any) (journal.Event, error) {
-	return e.l.Append(e.machine, kind, epoch, wall, body)
+	ev, err := e.l.Append(e.machine, kind, epoch, wall, body)
+	if err == nil {
+		e.notify(ev)
+	}
+	return ev, err
 }
 
 // AppendAll writes events of this machine under epoch, in order, with one
@@ -60,12 +84,31 @@ func (e *Log) AppendAll(epoch uint64, wall string, kinds []journal.Kind, bodies 
 	if err == nil && n != len(events) {
 		err = fmt.Errorf("journal: %d of %d events written", n, len(events))
 	}
+	if err == nil {
+		e.notify(events...)
+	}
 	return err
 }
 
 // Import adds events sealed elsewhere (a move's journal tail), durably,
 // after checking they continue the journal; it returns how many it wrote.
-func (e *Log) Import(events []journal.Event) (int, error) { return e.l.Import(events) }
+// Events the journal already held are skipped, and not passed to the
+// append hook.
+func (e *Log) Import(events []journal.Event) (int, error) {
+	var before map[string]journal.Head
+	if e.onAppend != nil {
+		before = e.l.Summary().Heads
+	}
+	n, err := e.l.Import(events)
+	if err == nil && n > 0 && e.onAppend != nil {
+		for _, ev := range events {
+			if ev.Seq > before[ev.Machine].Seq {
+				e.notify(ev)
+			}
+		}
+	}
+	return n, err
+}
 
 // Pos returns the journal's position: event count and the ID of its last
 // event (the newest head: the file is kept in clock order).
