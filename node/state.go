@@ -65,6 +65,8 @@ type nodeHooks struct {
 	beforeFreeze func(agent string)
 	// render replaces wire.Render in a target's prepare.
 	render renderFunc
+	// woken runs after a say or set model woke the agent's runner.
+	woken func(agent string)
 }
 
 // tenant is the node's record of one agent it knows: held and maybe

@@ -100,6 +100,9 @@ func (n *Node) appendTalk(id string, kind journal.Kind, body any, prepare func(*
 		return api.EventRef{}, fmt.Errorf("%s %s: %w", kind, id, err)
 	}
 	a.wake()
+	if n.hooks.woken != nil {
+		n.hooks.woken(id)
+	}
 	return api.RefOf(e), nil
 }
 
