@@ -136,6 +136,9 @@ type WatchMessage struct {
 	Event json.RawMessage `json:"event,omitempty"`
 	Delta *WatchDelta     `json:"delta,omitempty"`
 	State *WatchState     `json:"state,omitempty"`
+	// CaughtUp marks the end of the journal's history (sent once, also
+	// when the watch skipped the history): what follows is live.
+	CaughtUp bool `json:"caught_up,omitempty"`
 	// Lagged is the last message to a watcher that fell behind the live
 	// stream: it missed messages, and reconnects from the journal
 	// (WatchOptions.From) to see the events again. Deltas are not replayed.

@@ -150,7 +150,8 @@ func (n *Node) endWatches() {
 }
 
 // WatchAgent implements api.LocalService: the agent's state, then its
-// journal from opts (unless opts.Live), then what happens live, until ctx
+// journal from opts (unless opts.Live), a caught-up mark, then what
+// happens live, until ctx
 // is done, send fails, the watcher lags (its last message says so) or
 // the node closes. The watcher subscribes before it reads the journal,
 // so nothing falls between the two; a live event the journal already
@@ -176,6 +177,9 @@ func (n *Node) WatchAgent(ctx context.Context, id string, opts api.WatchOptions,
 		if err := a.sendHistory(opts.From, seen, send); err != nil {
 			return err
 		}
+	}
+	if err := send(api.WatchMessage{CaughtUp: true}); err != nil {
+		return err
 	}
 	return sendLive(ctx, w, seen, send)
 }

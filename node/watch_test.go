@@ -83,8 +83,8 @@ func TestWatchLaggedEnds(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if len(msgs) != watchBuffer+2 || msgs[0].State == nil || !msgs[len(msgs)-1].Lagged {
-		t.Fatalf("watch sent %d messages (first %+v, last %+v), want the state, %d deltas, lagged", len(msgs), msgs[0], msgs[len(msgs)-1], watchBuffer)
+	if len(msgs) != watchBuffer+3 || msgs[0].State == nil || !msgs[1].CaughtUp || !msgs[len(msgs)-1].Lagged {
+		t.Fatalf("watch sent %d messages (first %+v, last %+v), want the state, caught up, %d deltas, lagged", len(msgs), msgs[0], msgs[len(msgs)-1], watchBuffer)
 	}
 	if a.watch.watchers() != 0 {
 		t.Errorf("watchers = %d after the watch ended", a.watch.watchers())
@@ -149,6 +149,9 @@ func TestWatchOverSocket(t *testing.T) {
 			}
 			first = false
 			continue
+		}
+		if m.Event == nil {
+			continue // the caught-up mark
 		}
 		e, err := m.JournalEvent()
 		if err != nil {
