@@ -191,7 +191,9 @@ func TestAgentLogCLI(t *testing.T) {
 	defer cancel()
 	var out syncBuffer
 	done := make(chan int)
-	go func() { done <- capsuleCLIWith(ctx, strings.NewReader(""), &out, io.Discard, "agent", "log", id, "--follow", "--json", "--data", dir) }()
+	go func() {
+		done <- capsuleCLIWith(ctx, strings.NewReader(""), &out, io.Discard, "agent", "log", id, "--follow", "--json", "--data", dir)
+	}()
 	eventually(t, "the history to be printed", func() bool { return strings.HasPrefix(out.String(), wantJSON) })
 	if _, _, code := capsuleCLI(t, "agent", "say", id, "said while following", "--data", dir); code != exitOK {
 		t.Fatal("agent say failed")
@@ -219,7 +221,9 @@ func TestAgentChatCLI(t *testing.T) {
 	pr, pw := io.Pipe()
 	var out, errOut syncBuffer
 	done := make(chan int)
-	go func() { done <- capsuleCLIWith(context.Background(), pr, &out, &errOut, "agent", "chat", id, "--data", dir) }()
+	go func() {
+		done <- capsuleCLIWith(context.Background(), pr, &out, &errOut, "agent", "chat", id, "--data", dir)
+	}()
 	if _, err := io.WriteString(pw, "hello chat\n\n"); err != nil {
 		t.Fatal(err)
 	}
