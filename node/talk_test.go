@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/node/record"
+	"github.com/agentcapsule/capsule/render"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -191,4 +193,50 @@ func metaOf(t *testing.T, n *Node, id string) record.Meta {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// While a move keeps the agent frozen (here: while the target renders the
+// journal that ends with the freeze, inside the source's frozen window) the source refuses to
+// take a message, saying the move keeps it frozen; once the move rolled
+// back it takes messages again.
+func TestSayRefusedWhileFrozen(t *testing.T) {
+	c := newCluster(t, nodeOpts{}, nodeOpts{})
+	a, b := c.nodes[0], c.nodes[1]
+	st, err := a.CreateAgent(t.Context(), api.CreateAgentRequest{Model: &api.ModelRef{Provider: "ollama", API: "chat", Model: "llama3.2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSteps(t, a, st.ID, 2)
+	saidErr := make(chan error, 1)
+	b.hooks.render = func(events []journal.Event, _ render.Target) ([]byte, *render.Report, error) {
+		if events[len(events)-1].Kind != journal.KindFrozen {
+			return nil, &render.Report{}, nil // rendered ahead, during pre-copy: the agent still runs
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := a.Say(context.Background(), st.ID, api.SayRequest{Text: "are you there?"})
+			done <- err
+		}()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(10 * time.Second):
+			err = errors.New("Say blocked during the frozen window")
+		}
+		select {
+		case saidErr <- err: // the first frozen render's
+		default:
+		}
+		return nil, nil, errors.New("refuse the move")
+	}
+	if res := move(t, a, b, st.ID); res.Outcome != api.OutcomeRolledBack {
+		t.Fatalf("move = %+v, want rolled back", res)
+	}
+	err = <-saidErr
+	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "frozen") {
+		t.Errorf("Say while frozen = %v, want ErrConflict saying the move keeps it frozen", err)
+	}
+	if _, err := a.Say(context.Background(), st.ID, api.SayRequest{Text: "back?"}); err != nil {
+		t.Errorf("Say after the rollback: %v", err)
+	}
 }

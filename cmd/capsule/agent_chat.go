@@ -84,7 +84,7 @@ func (c *chat) run(ctx context.Context, stdin io.Reader) error {
 	}
 	watched := make(chan error, 1)
 	go func() { watched <- c.watch(ctx, s) }()
-	lines := readLines(ctx, stdin)
+	lines := readLines(ctx, stdin, c.errOut)
 	for {
 		c.showPrompt()
 		select {
@@ -101,9 +101,10 @@ func (c *chat) run(ctx context.Context, stdin io.Reader) error {
 	}
 }
 
-// readLines sends r's lines on the channel it returns, closed at EOF or
-// once ctx ends (a read in progress then ends with r).
-func readLines(ctx context.Context, r io.Reader) <-chan string {
+// readLines sends r's lines on the channel it returns, closed at EOF, at
+// a read error (told on errOut) or once ctx ends (a read in progress
+// then ends with r).
+func readLines(ctx context.Context, r io.Reader, errOut io.Writer) <-chan string {
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -115,6 +116,9 @@ func readLines(ctx context.Context, r io.Reader) <-chan string {
 			case <-ctx.Done():
 				return
 			}
+		}
+		if err := sc.Err(); err != nil {
+			fmt.Fprintf(errOut, "capsule: chat: stdin: %v (a message is at most %d bytes)\n", err, api.MaxSayText)
 		}
 	}()
 	return lines

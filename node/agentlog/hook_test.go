@@ -1,7 +1,9 @@
 package agentlog
 
 import (
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/agentcapsule/capsule/journal"
@@ -64,5 +66,44 @@ func TestOnAppendSeesEveryWrittenEvent(t *testing.T) {
 	}
 	if seen[3].Machine != "m2" {
 		t.Errorf("imported event from %s, want m2", seen[3].Machine)
+	}
+}
+
+// Concurrent appenders: the hook sees the events in the file's order, so
+// a watcher that counts what it saw can resume from the count.
+func TestOnAppendInFileOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.jsonl")
+	l, err := Open(vfs.OS{}, path, "m1", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var seen []string
+	l.SetOnAppend(func(e journal.Event) { seen = append(seen, e.ID) }) // serialized by the log
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				if _, err := l.Append(journal.KindUser, 1, wall, journal.UserMessage{Text: fmt.Sprint(g, i)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	events, _, err := Read(vfs.OS{}, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != len(seen) {
+		t.Fatalf("hook saw %d events, the file has %d", len(seen), len(events))
+	}
+	for i, e := range events {
+		if seen[i] != e.ID {
+			t.Fatalf("hook event %d is %s, the file's is %s", i, seen[i], e.ID)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
 
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/journal/logfile"
@@ -19,16 +20,30 @@ type Log struct {
 	l       *logfile.Log
 	machine string
 	// onAppend, when set, sees every event this Log wrote, after it is
-	// durable (SetOnAppend).
+	// durable (SetOnAppend). hookMu, held across each write and its
+	// notification while a hook is set, makes the hook see events in the
+	// journal's order: a watcher that counts them can resume from the
+	// count.
 	onAppend func(journal.Event)
+	hookMu   sync.Mutex
 }
 
 // SetOnAppend makes f see every event written through the log (Append,
-// AppendAll and the new events of Import), in order, once each is
-// durable. It must be set before appends start (where the log is
-// opened); f runs on the appending goroutine and must not block or
-// append.
+// AppendAll and the new events of Import) once each is durable, in the
+// order of the journal file. It must be set before appends start (where
+// the log is opened); f runs on the appending goroutine and must not
+// block or append. With a hook set, writes through the log are made one
+// at a time (concurrent appenders no longer share an fsync).
 func (e *Log) SetOnAppend(f func(journal.Event)) { e.onAppend = f }
+
+// ordered takes hookMu while a hook is set and returns its release.
+func (e *Log) ordered() func() {
+	if e.onAppend == nil {
+		return func() {}
+	}
+	e.hookMu.Lock()
+	return e.hookMu.Unlock
+}
 
 // notify passes events to the append hook, if one is set.
 func (e *Log) notify(events ...journal.Event) {
@@ -55,6 +70,7 @@ func (e *Log) Quarantined() []logfile.Quarantine { return e.l.Quarantined() }
 
 // Append writes one event under epoch and returns it once it is durable.
 func (e *Log) Append(kind journal.Kind, epoch uint64, wall string, body any) (journal.Event, error) {
+	defer e.ordered()()
 	ev, err := e.l.Append(e.machine, kind, epoch, wall, body)
 	if err == nil {
 		e.notify(ev)
@@ -67,6 +83,7 @@ func (e *Log) Append(kind journal.Kind, epoch uint64, wall string, body any) (jo
 // chain and clock, then imported. The caller must be the journal's only
 // writer meanwhile (no runner step in flight).
 func (e *Log) AppendAll(epoch uint64, wall string, kinds []journal.Kind, bodies []any) error {
+	defer e.ordered()()
 	w := journal.NewWriterAfter(e.machine, e.l.Summary())
 	events := make([]journal.Event, len(kinds))
 	for i := range kinds {
@@ -95,6 +112,7 @@ func (e *Log) AppendAll(epoch uint64, wall string, kinds []journal.Kind, bodies 
 // Events the journal already held are skipped, and not passed to the
 // append hook.
 func (e *Log) Import(events []journal.Event) (int, error) {
+	defer e.ordered()()
 	var before map[string]journal.Head
 	if e.onAppend != nil {
 		before = e.l.Summary().Heads
