@@ -1,13 +1,16 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentcapsule/capsule/journal"
 )
@@ -143,4 +146,45 @@ func TestCheckSayText(t *testing.T) {
 			t.Errorf("CheckSayText(%.10q) = %v, want ok %v", tc.text, err, tc.ok)
 		}
 	}
+}
+
+// FuzzSayRequest feeds arbitrary bodies to a say request's decoding and
+// check: what passes is one valid, non-empty UTF-8 text of at most
+// MaxSayText bytes.
+func FuzzSayRequest(f *testing.F) {
+	f.Add([]byte(`{"text":"hello"}`))
+	f.Add([]byte(`{"text":"\u0000\ud800"}`))
+	f.Add([]byte(`{"text":" "}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var req SayRequest
+		if err := decodeJSON(bytes.NewReader(data), maxSayRequest, &req); err != nil {
+			return
+		}
+		if err := CheckSayText(req.Text); err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		if !utf8.ValidString(req.Text) || len(req.Text) > MaxSayText || strings.TrimSpace(req.Text) == "" {
+			t.Fatalf("accepted %q", req.Text)
+		}
+	})
+}
+
+// FuzzWatchStream feeds arbitrary bytes to a watch stream's reader and
+// to the event parser of what it yields: neither may panic.
+func FuzzWatchStream(f *testing.F) {
+	f.Add([]byte("{\"state\":{\"state\":\"running\"}}\n{\"caught_up\":true}\n{\"lagged\":true}\n"))
+	f.Add([]byte("{\"error\":{\"code\":\"not_found\",\"message\":\"x\"}}\n"))
+	f.Add([]byte("{\"event\":{\"id\":\"x\"}}\nnot json\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := &WatchStream{ctx: context.Background(), body: io.NopCloser(bytes.NewReader(data))}
+		for m := range s.Messages() {
+			if m.Event != nil {
+				_, _ = m.JournalEvent()
+			}
+		}
+		_ = s.Err()
+	})
 }
