@@ -29,6 +29,17 @@ type LocalService interface {
 	Move(ctx context.Context, id string, req MoveRequest, progress func(MoveProgress)) (MoveResult, error)
 	MoveStatus(ctx context.Context, id string) (MoveStatus, error)
 	Resolve(ctx context.Context, id string, req ResolveRequest) (MoveStatus, error)
+	// Say journals a user message for an agent the node holds and wakes
+	// its runner.
+	Say(ctx context.Context, id string, req SayRequest) (EventRef, error)
+	// SetModel journals a model_change for an agent the node holds and
+	// wakes its runner.
+	SetModel(ctx context.Context, id string, req ModelRequest) (EventRef, error)
+	// WatchAgent passes send the agent's journal from opts, then its live
+	// events, text deltas and state changes, until ctx is done, send
+	// fails, or the node ends the watch (a watcher that lagged is sent a
+	// final Lagged message).
+	WatchAgent(ctx context.Context, id string, opts WatchOptions, send func(WatchMessage) error) error
 }
 
 // Paths of the local API.
@@ -70,6 +81,7 @@ func NewLocalHandler(svc LocalService) http.Handler {
 		replyDecoded(w, r, &req, func() (any, error) { return svc.CreateAgent(r.Context(), req) })
 	})
 	agentRoutes(mux, svc)
+	talkRoutes(mux, svc)
 	return cleanPaths(mux)
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/agentcapsule/capsule/agent"
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/journal"
-	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/provider"
 	"github.com/agentcapsule/capsule/render"
 	"github.com/agentcapsule/capsule/vfs"
@@ -69,7 +68,7 @@ func (g *gate) requests() []provider.Request {
 
 func (g *gate) client(render.API) (provider.Client, error) { return g, nil }
 
-func waitFor(t *testing.T, ch chan struct{}, what string) {
+func waitChan(t *testing.T, ch chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
@@ -106,19 +105,6 @@ func (s *slowTools) Run(ctx context.Context, name string, args json.RawMessage) 
 func (s *slowTools) open(string) (agent.Toolbox, io.Closer, error) { return s, io.NopCloser(nil), nil }
 
 var planner = &api.ModelRef{Provider: "openai", API: "chat", Model: "capsule-sim/planner"}
-
-func journalOf(t *testing.T, n *Node, id string) []journal.Event {
-	t.Helper()
-	a, err := n.getTenant(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	events, _, err := agentlog.Read(n.fsys, filepath.Join(a.capsule(), journalInCap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return events
-}
 
 func count(events []journal.Event, k journal.Kind) int {
 	n := 0
@@ -157,12 +143,12 @@ func TestFreezeCancelsModelCallAndTargetRepeatsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ga.calls, "the model call on A")
+	waitChan(t, ga.calls, "the model call on A")
 	res := move(t, a, b, st.ID)
 	if res.Outcome != api.OutcomeCommitted || res.CancelledModelCalls != 1 {
 		t.Fatalf("move: %+v", res)
 	}
-	waitFor(t, gb.calls, "the repeated call on B")
+	waitChan(t, gb.calls, "the repeated call on B")
 	gb.release <- []provider.Output{{Kind: journal.KindAssistant, Body: journal.AssistantMessage{Text: "hello"}}}
 	waitActivity(t, b, st.ID, activityIdle)
 	ra, rb := ga.requests(), gb.requests()
@@ -189,15 +175,15 @@ func TestFreezeWaitsForToolThenRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, g.calls, "the first model call")
+	waitChan(t, g.calls, "the first model call")
 	g.release <- []provider.Output{{Kind: journal.KindToolCall, Body: journal.ToolCall{CallID: "c1", Name: "slow", Arguments: json.RawMessage(`{}`)}}}
-	waitFor(t, tools.started, "the tool")
+	waitChan(t, tools.started, "the tool")
 	_, err = a.Move(t.Context(), st.ID, api.MoveRequest{To: string(b.ID())}, nil)
 	if err == nil || !strings.Contains(err.Error(), "tool is still running") {
 		t.Fatalf("move during the tool: %v", err)
 	}
 	tools.release <- struct{}{}
-	waitFor(t, g.calls, "the model call after the tool")
+	waitChan(t, g.calls, "the model call after the tool")
 	if got := journalOf(t, a, st.ID); count(got, journal.KindToolResult) != 1 {
 		t.Fatalf("%d tool results after the refused move", count(got, journal.KindToolResult))
 	}
@@ -205,7 +191,7 @@ func TestFreezeWaitsForToolThenRefuses(t *testing.T) {
 	if res.Outcome != api.OutcomeCommitted {
 		t.Fatalf("move after the tool: %+v", res)
 	}
-	waitFor(t, g.calls, "the repeated call on B")
+	waitChan(t, g.calls, "the repeated call on B")
 	g.release <- []provider.Output{{Kind: journal.KindAssistant, Body: journal.AssistantMessage{Text: "done"}}}
 	waitActivity(t, b, st.ID, activityIdle)
 	if tools.runs != 1 {
@@ -228,9 +214,9 @@ func TestPowerLossDuringToolAnswersInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, g.calls, "the model call")
+	waitChan(t, g.calls, "the model call")
 	g.release <- []provider.Output{{Kind: journal.KindToolCall, Body: journal.ToolCall{CallID: "c1", Name: "slow", Arguments: json.RawMessage(`{}`)}}}
-	waitFor(t, tools.started, "the tool")
+	waitChan(t, tools.started, "the tool")
 	mem.Crash()
 	ffs.Fail(vfs.OpAny, "", vfs.ErrIO) // the dead machine writes nothing more
 	tools.release <- struct{}{}
@@ -240,7 +226,7 @@ func TestPowerLossDuringToolAnswersInterrupted(t *testing.T) {
 
 	g2, tools2 := newGate(), newSlowTools()
 	n2 := newNode(t, dir, nodeOpts{fsys: mem, agentLoop: true, providers: g2.client, endpoint: "http://127.0.0.1:9", tools: tools2.open})
-	waitFor(t, g2.calls, "the model call after the restart")
+	waitChan(t, g2.calls, "the model call after the restart")
 	if tools2.runs != 0 {
 		t.Fatal("the interrupted tool ran again")
 	}

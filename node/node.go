@@ -334,6 +334,7 @@ func (n *Node) Close(ctx context.Context) error {
 	servers := n.servers
 	agents := n.sortedTenants()
 	n.mu.Unlock()
+	n.endWatches() // an open watch would hold its server's Shutdown
 	for _, s := range servers {
 		_ = s.Shutdown(ctx)
 	}

@@ -128,10 +128,22 @@ func (rl *runLoop) enter(p agent.Phase) agent.Phase {
 	return was
 }
 
-func (rl *runLoop) setActivity(activity, reason string) {
+// setActivity records what the loop does and reports whether it changed.
+func (rl *runLoop) setActivity(activity, reason string) bool {
 	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	changed := rl.activity != activity || rl.reason != reason
 	rl.activity, rl.reason = activity, reason
-	rl.mu.Unlock()
+	return changed
+}
+
+// setActivity records the loop's activity and shows a change to watchers.
+func (a *tenant) setActivity(rl *runLoop, activity, reason string) {
+	if !rl.setActivity(activity, reason) {
+		return
+	}
+	state := map[string]string{activityWorking: api.StateRunning, activityIdle: api.WatchIdle, activityBlocked: api.StateBlocked}[activity]
+	a.publishState(state, reason)
 }
 
 // status returns the activity and its reason.

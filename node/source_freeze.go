@@ -54,6 +54,7 @@ func (a *tenant) freezeLocked(reason string, mr *moveRun) error {
 	}
 	_, err := a.log.Append(journal.KindFrozen, a.holder.Holder(), a.n.wallTime(), journal.Frozen{Reason: reason})
 	a.n.log.Info("agent frozen", "agent", a.id, "epoch", a.holder.Holder(), "reason", reason)
+	a.publishState(api.StateFrozen, reason)
 	return err
 }
 
@@ -112,6 +113,7 @@ func (a *tenant) retire(act transfer.Action, mr *moveRun) {
 		a.n.log.Error("release failed", "agent", a.id, "err", err)
 		return
 	}
+	a.publishState(api.WatchMoved, "moved to "+string(mr.to))
 	events := int64(-1)
 	if a.log != nil {
 		events = a.log.Summary().Events

@@ -66,6 +66,8 @@ type nodeHooks struct {
 	beforeFreeze func(agent string)
 	// render replaces wire.Render in a target's prepare.
 	render renderFunc
+	// woken runs after a say or set model woke the agent's runner.
+	woken func(agent string)
 }
 
 // tenant is the node's record of one agent it knows: held and maybe
@@ -96,12 +98,14 @@ type tenant struct {
 	blocked     error                // why the agent may not run here (fail closed)
 	metaRefused error                // agent.json is a version this release does not read: never written over
 	lastErr     atomic.Value         // string: the runner's last error (no lock)
+	baseURL     atomic.Value         // string: meta.BaseURL, for the runner (no lock)
 	cache       store.StatCache      // the workspace's stat cache (own lock)
 	attach      agentlog.Attachments // attachments of the journal
 	wire        wireState            // delta bases, for both sides of a move (own lock; delta.go)
 	peer        peerUse              // peer requests in flight (peeragent.go); guarded by Node.mu
 	src         *sourceSide          // never nil
 	tgt         *targetSide          // never nil
+	watch       hub                  // watchers of the agent (own lock; watch.go)
 
 	// stepMu is held for the whole of each runner step; taking it waits for
 	// a step boundary.

@@ -83,6 +83,7 @@ func (a *tenant) noteMeta(in *inMove, run bool) error {
 		return err
 	}
 	a.meta = meta
+	a.baseURL.Store(meta.BaseURL)
 	return nil
 }
 

@@ -57,6 +57,7 @@ func (a *tenant) saveMeta() error {
 	if a.metaRefused != nil {
 		return a.metaRefused
 	}
+	a.baseURL.Store(a.meta.BaseURL)
 	b, err := record.EncodeMeta(a.meta)
 	if err != nil {
 		return err
@@ -86,6 +87,7 @@ func (n *Node) loadTenant(id string) *tenant {
 	_ = n.fsys.RemoveAll(a.path(freshDir))
 	if b, err := vfs.ReadFile(n.fsys, a.path(record.MetaFile)); err == nil {
 		a.meta, a.metaRefused = record.DecodeMeta(b)
+		a.baseURL.Store(a.meta.BaseURL)
 	}
 	defer func() {
 		if a.metaRefused != nil && a.blocked == nil {

@@ -132,9 +132,14 @@ func (a *tenant) agentStep(ctx context.Context, rl *runLoop, epoch uint64, event
 			_, err := a.log.AppendAll(epoch, a.n.wallTime(), kinds, bodies)
 			return err
 		},
-		Tools:   rl.tools,
-		Client:  a.n.cfg.Providers,
-		BaseURL: a.n.endpoint,
+		Tools:  rl.tools,
+		Client: a.n.cfg.Providers,
+		BaseURL: func(providerName string, api render.API) string {
+			if u, _ := a.baseURL.Load().(string); u != "" { // agent model --base-url
+				return u
+			}
+			return a.n.endpoint(providerName, api)
+		},
 		Secret: func(name string) (string, bool) {
 			v, ok := a.n.secrets.Lookup(name)
 			if ok {
@@ -260,21 +265,18 @@ func checkUserText(s string) error {
 	return nil
 }
 
-// checkModel validates a model reference from outside and fills in the
-// provider's own API when it names none.
+// checkModel validates a model reference from outside the way set model
+// does (modelChange: the provider's default API when it names none).
 func checkModel(m api.ModelRef) (api.ModelRef, error) {
-	if m.Provider == "" || m.Model == "" {
-		return m, errors.New("a model needs a provider and a model name")
-	}
 	if len(m.Provider) > 128 || len(m.Model) > 256 || len(m.API) > 64 || !utf8.ValidString(m.Provider+m.Model+m.API) {
 		return m, errors.New("the provider, API or model name is too long or not UTF-8")
 	}
-	t := agent.TargetOf(journal.ModelChange{Provider: m.Provider, API: m.API, Model: m.Model})
-	if err := t.Validate(); err != nil {
+	if m.Model == "" {
+		return m, errors.New("a model needs a provider and a model name")
+	}
+	mc, err := modelChange(api.ModelRequest{Provider: m.Provider, API: m.API, Model: m.Model})
+	if err != nil {
 		return m, err
 	}
-	if m.API == "" {
-		m.API = t.Producer().API
-	}
-	return m, nil
+	return api.ModelRef{Provider: mc.Provider, API: mc.API, Model: mc.Model}, nil
 }

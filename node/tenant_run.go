@@ -104,6 +104,7 @@ func (a *tenant) openLog(epoch uint64) error {
 	for _, q := range l.Quarantined() {
 		a.n.log.Warn("journal: torn last line set aside", "agent", a.id, "file", q.Path, "line", q.Line, "reason", q.Reason)
 	}
+	l.SetOnAppend(a.publishEvent)
 	a.log = l
 	return nil
 }
@@ -134,6 +135,7 @@ func (a *tenant) haltLocked(reason string) (bool, error) {
 		return true, err
 	}
 	a.n.log.Info("agent frozen", "agent", a.id, "epoch", epoch, "reason", reason)
+	a.publishState(api.StateStopped, reason)
 	return true, nil
 }
 
@@ -226,7 +228,7 @@ func (a *tenant) loop(rl *runLoop, epoch uint64) {
 			return
 		}
 		if wait < 0 {
-			rl.setActivity(activityWorking, "") // woken
+			a.setActivity(rl, activityWorking, "") // woken
 		}
 		step++
 		usedAgent, err := a.step(rl, epoch, step)
@@ -234,16 +236,16 @@ func (a *tenant) loop(rl *runLoop, epoch uint64) {
 		switch {
 		case err == nil:
 			failures = 0
-			rl.setActivity(activityWorking, "")
+			a.setActivity(rl, activityWorking, "")
 			wait = a.n.cfg.StepInterval
 			if usedAgent {
 				wait = 0
 			}
 		case errors.Is(err, agent.ErrIdle):
-			rl.setActivity(activityIdle, "")
+			a.setActivity(rl, activityIdle, "")
 			wait = -1
 		case errors.As(err, &be):
-			rl.setActivity(activityBlocked, be.Reason)
+			a.setActivity(rl, activityBlocked, be.Reason)
 			a.lastErr.Store(be.Error())
 			a.n.log.Warn("agent blocked", "agent", a.id, "reason", be.Reason)
 			wait = -1

@@ -27,7 +27,8 @@ at epoch 1 for this node; the node runs it with its built-in runner.`,
 	}
 	c.AddCommand(newAgentCreateCmd(), newAgentListCmd(), newAgentStatusCmd(),
 		newAgentLifecycleCmd("stop", "Stop an agent at a step boundary (it stays stopped across restarts)"),
-		newAgentLifecycleCmd("start", "Start an agent this node holds"), newAgentRmCmd())
+		newAgentLifecycleCmd("start", "Start an agent this node holds"), newAgentRmCmd(),
+		newAgentSayCmd(), newAgentModelCmd(), newAgentLogCmd(), newAgentChatCmd())
 	return c
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
 
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/journal/logfile"
@@ -18,6 +19,40 @@ import (
 type Log struct {
 	l       *logfile.Log
 	machine string
+	// onAppend, when set, sees every event this Log wrote, after it is
+	// durable (SetOnAppend). hookMu, held across each write and its
+	// notification while a hook is set, makes the hook see events in the
+	// journal's order: a watcher that counts them can resume from the
+	// count.
+	onAppend func(journal.Event)
+	hookMu   sync.Mutex
+}
+
+// SetOnAppend makes f see every event written through the log (Append,
+// AppendAll and the new events of Import) once each is durable, in the
+// order of the journal file. It must be set before appends start (where
+// the log is opened); f runs on the appending goroutine and must not
+// block or append. With a hook set, writes through the log are made one
+// at a time (concurrent appenders no longer share an fsync).
+func (e *Log) SetOnAppend(f func(journal.Event)) { e.onAppend = f }
+
+// ordered takes hookMu while a hook is set and returns its release.
+func (e *Log) ordered() func() {
+	if e.onAppend == nil {
+		return func() {}
+	}
+	e.hookMu.Lock()
+	return e.hookMu.Unlock
+}
+
+// notify passes events to the append hook, if one is set.
+func (e *Log) notify(events ...journal.Event) {
+	if e.onAppend == nil {
+		return
+	}
+	for _, ev := range events {
+		e.onAppend(ev)
+	}
 }
 
 // Open opens (creating if needed) the journal at path for machine,
@@ -35,19 +70,46 @@ func (e *Log) Quarantined() []logfile.Quarantine { return e.l.Quarantined() }
 
 // Append writes one event under epoch and returns it once it is durable.
 func (e *Log) Append(kind journal.Kind, epoch uint64, wall string, body any) (journal.Event, error) {
-	return e.l.Append(e.machine, kind, epoch, wall, body)
+	defer e.ordered()()
+	ev, err := e.l.Append(e.machine, kind, epoch, wall, body)
+	if err == nil {
+		e.notify(ev)
+	}
+	return ev, err
 }
 
 // AppendAll writes events of this machine under epoch as one unit, with
 // one write and one fsync and no other event between them
 // (logfile.Log.AppendAll), and returns them once durable.
 func (e *Log) AppendAll(epoch uint64, wall string, kinds []journal.Kind, bodies []any) ([]journal.Event, error) {
-	return e.l.AppendAll(e.machine, epoch, wall, kinds, bodies)
+	defer e.ordered()()
+	events, err := e.l.AppendAll(e.machine, epoch, wall, kinds, bodies)
+	if err == nil {
+		e.notify(events...)
+	}
+	return events, err
 }
 
 // Import adds events sealed elsewhere (a move's journal tail), durably,
 // after checking they continue the journal; it returns how many it wrote.
-func (e *Log) Import(events []journal.Event) (int, error) { return e.l.Import(events) }
+// Events the journal already held are skipped, and not passed to the
+// append hook.
+func (e *Log) Import(events []journal.Event) (int, error) {
+	defer e.ordered()()
+	var before map[string]journal.Head
+	if e.onAppend != nil {
+		before = e.l.Summary().Heads
+	}
+	n, err := e.l.Import(events)
+	if err == nil && n > 0 && e.onAppend != nil {
+		for _, ev := range events {
+			if ev.Seq > before[ev.Machine].Seq {
+				e.notify(ev)
+			}
+		}
+	}
+	return n, err
+}
 
 // Pos returns the journal's position: event count and the ID of its last
 // event (the newest head: the file is kept in clock order).

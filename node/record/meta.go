@@ -20,6 +20,10 @@ type Meta struct {
 	// again once the node sees a newer epoch (a move brings it back).
 	Removed   bool   `json:"removed,omitempty"`
 	RemovedAt uint64 `json:"removed_at,omitempty"`
+	// BaseURL is where this node reaches the agent's current model
+	// (`capsule agent model --base-url`): a fact of this host, never in
+	// the capsule, and not carried by a move.
+	BaseURL string `json:"base_url,omitempty"`
 }
 
 // metaFile is agent.json as stored: Meta with the schema version of
