@@ -69,8 +69,8 @@ func probeSocket(sock string) error {
 
 func newNodeCmd() *cobra.Command {
 	var o struct {
-		data, listen, metrics, logFormat string
-		step                             time.Duration
+		data, listen, metrics, logFormat, secretStore string
+		step                                          time.Duration
 	}
 	c := &cobra.Command{
 		Use:   "node",
@@ -102,7 +102,7 @@ exits; agents that were running start again on the next start.`,
 				return err
 			}
 			return runNode(cmd, node.Config{Dir: o.data, Listen: o.listen, MetricsAddr: o.metrics, Logger: logger,
-				StepInterval: o.step, Commit: buildCommit()})
+				StepInterval: o.step, Commit: buildCommit(), SecretStore: o.secretStore})
 		},
 	}
 	dataFlag(c, &o.data)
@@ -110,6 +110,7 @@ exits; agents that were running start again on the next start.`,
 	c.Flags().StringVar(&o.metrics, "metrics", "", "serve /metrics, /healthz and /readyz on this address (off by default)")
 	c.Flags().StringVar(&o.logFormat, "log-format", "text", "log format on stderr: text or json")
 	c.Flags().DurationVar(&o.step, "step-interval", 50*time.Millisecond, "pause between steps of the built-in runner")
+	c.Flags().StringVar(&o.secretStore, "secret-store", "", `where agents' secrets are looked up: keyring, pass or file (default $CAPSULE_SECRET_STORE, else file if DATA/secrets.json exists, else keyring); then CAPSULE_SECRET_<NAME> (see "capsule secret --help")`)
 	c.AddCommand(newNodeIDCmd(), newNodeWaitCmd(), newPeerCmd())
 	return c
 }
