@@ -41,8 +41,12 @@ func (f *storeFlags) open() (secret.Store, error) {
 	return s, err
 }
 
-// checkSecretName refuses a name outside the environment spec's rule.
+// checkSecretName refuses a name outside the environment spec's rule. A
+// NAME=VALUE argument is refused without quoting it: it holds a value.
 func checkSecretName(name string) error {
+	if n, _, ok := strings.Cut(name, "="); ok {
+		return usageError{fmt.Errorf("%w: %.40s=...: a value is never an argument (the shell's history would keep it); pipe it on stdin or type it at the prompt", secret.ErrInvalidName, n)}
+	}
 	if err := secret.CheckName(name); err != nil {
 		return usageError{err}
 	}

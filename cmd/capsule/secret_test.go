@@ -119,6 +119,7 @@ func TestSecretSetRefuses(t *testing.T) {
 		{"[secret OPENAI_API_KEY]", []string{"OPENAI_API_KEY"}, "replaces secrets"},
 		{long, []string{"OPENAI_API_KEY"}, "longer than 32767 bytes"},
 		{"refused-value-1", []string{"OPENAI-API-KEY"}, "must match"},
+		{"", []string{"OPENAI_API_KEY=sk-in-argument-1"}, "never an argument"},
 		{"refused-value-1", []string{"OPENAI_API_KEY", "--store", "vault"}, `unknown store "vault"`},
 	} {
 		args := append([]string{"secret", "set"}, c.args...)
@@ -130,7 +131,7 @@ func TestSecretSetRefuses(t *testing.T) {
 		if code != exitUsage || !strings.Contains(out, c.says) {
 			t.Errorf("%v with %.20q: exit %d, %q; want 2 saying %q", c.args, c.stdin, code, out, c.says)
 		}
-		if len(c.stdin) >= 4 && strings.Contains(out, strings.TrimSpace(c.stdin)) {
+		if strings.Contains(out, "sk-in-argument") || len(c.stdin) >= 4 && strings.Contains(out, strings.TrimSpace(c.stdin)) {
 			t.Errorf("%v: the output holds the value: %s", c.args, out)
 		}
 	}
