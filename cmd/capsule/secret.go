@@ -133,9 +133,7 @@ and tool output without scrubbing ordinary text too. At most 32767 bytes
 func readSecretValue(cmd *cobra.Command, name string) (string, error) {
 	var v string
 	if fd, ok := terminalFd(cmd.InOrStdin()); ok {
-		fmt.Fprintf(cmd.ErrOrStderr(), "value of %s (not echoed): ", name)
-		b, err := term.ReadPassword(fd)
-		fmt.Fprintln(cmd.ErrOrStderr())
+		b, err := promptNoEcho(cmd.ErrOrStderr(), fd, fmt.Sprintf("value of %s (not echoed): ", name))
 		if err != nil {
 			return "", fmt.Errorf("secret set: read the terminal: %w", err)
 		}

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentcapsule/capsule/node"
 	"github.com/agentcapsule/capsule/secret"
@@ -177,4 +180,69 @@ func TestSecretVerbsKeyring(t *testing.T) {
 		t.Errorf("a value was printed:\n%s%s%s", out, ls, rm)
 	}
 	noValueOutside(t, data, "", value)
+}
+
+// TestSecretSetPromptsWithoutEcho types a value at the prompt of a real
+// terminal (a pty from script(1)) and checks that the terminal never shows
+// it and the store holds it. Echo is off before the prompt is printed, so
+// typing after the prompt cannot race the program.
+func TestSecretSetPromptsWithoutEcho(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skipf("script(1) (Debian bsdutils) gives the test a terminal and is not installed: %v", err)
+	}
+	data := filepath.Join(t.TempDir(), "d")
+	const value = "typed-at-the-prompt-42"
+	line := fmt.Sprintf("%q secret set TTY_KEY --store file --data %q", os.Args[0], data)
+	c := exec.Command("script", "-qec", line, "/dev/null")
+	c.Env = append(os.Environ(), runAsCLI+"=1")
+	in, err := c.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	c.Stdout, c.Stderr = pw, pw
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen bytes.Buffer
+	prompted, readDone, waited := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		defer close(readDone)
+		buf := make([]byte, 256)
+		for once := false; ; {
+			n, err := pr.Read(buf)
+			seen.Write(buf[:n])
+			if !once && strings.Contains(seen.String(), "(not echoed): ") {
+				once = true
+				close(prompted)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() { err := c.Wait(); pw.Close(); waited <- err }()
+	select {
+	case <-prompted:
+		if _, err := io.WriteString(in, value+"\r"); err != nil {
+			t.Fatal(err)
+		}
+	case <-readDone:
+	}
+	select {
+	case <-readDone:
+	case <-time.After(30 * time.Second): // a bound, so a hang fails instead of stalling the suite
+		_ = c.Process.Kill()
+		<-readDone
+		t.Fatalf("capsule secret set did not finish after the value was typed:\n%q", seen.String())
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("capsule secret set on a terminal: %v\n%s", err, seen.String())
+	}
+	if strings.Contains(seen.String(), value) {
+		t.Errorf("the terminal showed the value:\n%q", seen.String())
+	}
+	if v, err := secret.NewFile(nil, filepath.Join(data, secret.FileName)).Get("TTY_KEY"); err != nil || v != value {
+		t.Errorf("stored %q, %v", v, err)
+	}
 }
