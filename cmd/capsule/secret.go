@@ -62,8 +62,8 @@ host, outside every capsule. A capsule's environment spec names the secrets
 its agent needs ("capsule env secret add"); the node looks each name up at
 the moment of use, in its store and then in the environment variable
 CAPSULE_SECRET_<NAME>, and passes the value only to the client or process
-that needs it. Values never enter a capsule, the journal or a log, and are
-scrubbed from model and tool output as [secret NAME].
+that needs it. Values never enter a capsule, the journal or a log; model
+and tool output are scrubbed of them ([secret NAME]) before journaling.
 
 Stores (--store, or $CAPSULE_SECRET_STORE):
   keyring  the Linux kernel user keyring (default on Linux): kernel memory,
