@@ -80,6 +80,10 @@ type Config struct {
 	WrapTransport func(peer ID, rt http.RoundTripper) http.RoundTripper
 	// Getenv reads the environment for secrets (default os.Getenv).
 	Getenv func(string) string
+	// SecretStore is the host's secret store: "keyring", "pass", "file" or
+	// "" ($CAPSULE_SECRET_STORE, else the file store when DIR/secrets.json
+	// exists, else the kernel keyring); see package secret.
+	SecretStore string
 	// Commit is the build's commit, recorded as the manifest's writer.
 	Commit string
 }

@@ -19,7 +19,7 @@
 //	node.lock                flock'd by the one node process serving the folder (capsule.LockHost)
 //	node.lock.json           that process's record: node ID, PID, addresses (capsule.HostRecord)
 //	peers.json               trusted peers: ID and address
-//	secrets.json             secret values by name (optional, must be 0600)
+//	secrets.json             the file secret store, when used (package secret; must be 0600)
 //	node.sock                the local API socket (0600)
 //	agents/<agentID>/
 //	  holder.jsonl           log of signed transfer.Target records, newest last: the holder record
@@ -168,7 +168,7 @@ func (n *Node) open() error {
 	if n.cfg.Providers == nil {
 		n.cfg.Providers = n.models.get
 	}
-	if n.secrets, err = OpenSecrets(n.fsys, cfg.Dir, cfg.Getenv); err != nil {
+	if n.secrets, err = OpenSecretStore(n.fsys, cfg.Dir, cfg.SecretStore, cfg.Getenv); err != nil {
 		return err
 	}
 	n.log = n.log.With("node", string(n.id.Short()))

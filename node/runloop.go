@@ -39,6 +39,7 @@ type runLoop struct {
 	view        journalView
 	tools       agent.Toolbox
 	toolsCloser io.Closer
+	secretNames []string // the environment spec's secret names, read once per run
 }
 
 func newRunLoop() *runLoop {

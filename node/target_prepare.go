@@ -90,20 +90,30 @@ func (a *tenant) noteMeta(in *inMove, run bool) error {
 // secretProblems names the secrets the staged environment needs that this
 // node lacks. Only names appear: values are never read into a message.
 func (a *tenant) secretProblems(dir string) []string {
-	b, err := vfs.ReadFile(a.n.fsys, filepath.Join(dir, filepath.FromSlash(manifest.EnvironmentPath)))
+	names, err := a.specSecrets(dir)
 	if err != nil {
-		return []string{"environment: " + err.Error()}
-	}
-	spec, err := envspec.Parse(b)
-	if err != nil {
-		return []string{"environment: " + err.Error()}
-	}
-	names := append([]string(nil), spec.Secrets...)
-	for _, t := range spec.Tools {
-		names = append(names, t.Secrets...)
+		return []string{err.Error()}
 	}
 	if missing := a.n.secrets.Missing(names); len(missing) > 0 {
 		return []string{(&MissingSecretsError{Names: missing}).Error()}
 	}
 	return nil
+}
+
+// specSecrets returns the secret names the environment spec of the
+// capsule at dir declares (for the agent and for its tools).
+func (a *tenant) specSecrets(dir string) ([]string, error) {
+	b, err := vfs.ReadFile(a.n.fsys, filepath.Join(dir, filepath.FromSlash(manifest.EnvironmentPath)))
+	if err != nil {
+		return nil, fmt.Errorf("environment: %w", err)
+	}
+	spec, err := envspec.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("environment: %w", err)
+	}
+	names := append([]string(nil), spec.Secrets...)
+	for _, t := range spec.Tools {
+		names = append(names, t.Secrets...)
+	}
+	return names, nil
 }

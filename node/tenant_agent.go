@@ -20,6 +20,7 @@ import (
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/render"
 	"github.com/agentcapsule/capsule/schema"
+	"github.com/agentcapsule/capsule/secret"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -124,7 +125,10 @@ func (a *tenant) agentStep(ctx context.Context, rl *runLoop, epoch uint64, event
 		// Fail closed: the mark says a tool may have run; keep every byte.
 		return &agent.BlockedError{Reason: "the record of the running tool cannot be read: " + err.Error(), Err: err}
 	}
-	sc := newScrubber()
+	values, sc, err := a.resolveSecrets(rl, events)
+	if err != nil {
+		return err
+	}
 	env := &agent.Env{
 		Events:      events,
 		Interrupted: mark.CallID,
@@ -141,13 +145,10 @@ func (a *tenant) agentStep(ctx context.Context, rl *runLoop, epoch uint64, event
 			return a.n.endpoint(providerName, api)
 		},
 		Secret: func(name string) (string, bool) {
-			v, ok := a.n.secrets.Lookup(name)
-			if ok {
-				sc.add(name, v)
-			}
+			v, ok := values[name]
 			return v, ok
 		},
-		Scrub:   sc.scrub,
+		Scrub:   sc.Scrub,
 		PutBlob: a.putBlob,
 		OnText:  a.publishDelta,
 		Enter: func(p agent.Phase, callID string) error {
@@ -232,22 +233,37 @@ func (a *tenant) clearToolMark() error {
 	return err
 }
 
-// scrubber replaces the secret values resolved during one step.
-type scrubber struct{ pairs [][2]string }
-
-func newScrubber() *scrubber { return &scrubber{} }
-
-func (s *scrubber) add(name, value string) {
-	if value != "" {
-		s.pairs = append(s.pairs, [2]string{name, value})
+// resolveSecrets reads, at the moment of use, the values of the secrets
+// the step may need: the current provider's key and every name the
+// environment spec declares. What the step journals is scrubbed of all of
+// them. A value the scrubber cannot hide safely (too short, or made of the
+// marker's text) blocks the agent: its name is given, never the value.
+func (a *tenant) resolveSecrets(rl *runLoop, events []journal.Event) (map[string]string, *secret.Scrubber, error) {
+	if rl.secretNames == nil {
+		names, err := a.specSecrets(a.capsule())
+		if err != nil {
+			return nil, nil, &agent.BlockedError{Reason: err.Error(), Err: err}
+		}
+		rl.secretNames = append(names, "") // non-nil once read
 	}
-}
-
-func (s *scrubber) scrub(text string) string {
-	for _, p := range s.pairs {
-		text = strings.ReplaceAll(text, p[1], "[secret "+p[0]+"]")
+	names := rl.secretNames
+	if mc, ok, _ := agent.CurrentModel(events); ok {
+		names = append(names[:len(names):len(names)], agent.KeyName(mc.Provider))
 	}
-	return text
+	values := map[string]string{}
+	for _, name := range names {
+		if name == "" {
+			continue
+		}
+		if v, ok := a.n.secrets.Lookup(name); ok {
+			values[name] = v
+		}
+	}
+	sc, err := secret.NewScrubber(values)
+	if err != nil {
+		return nil, nil, &agent.BlockedError{Reason: "a secret cannot be scrubbed from what the agent journals: " + err.Error(), Err: err}
+	}
+	return values, sc, nil
 }
 
 // MaxUserText bounds one user message (a task, agent say).

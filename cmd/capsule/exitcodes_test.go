@@ -115,6 +115,10 @@ func exitCases(f exitFixture, scratch func() string) map[string]exitCase {
 		"version":        {usage: []string{"version", "extra"}},
 		"compat check":   {missing: []string{"compat", "check", nope()}, usage: []string{"compat", "check"}, tampered: []string{"compat", "check", f.bad}, tamperedCode: 1},
 		"model serve":    {missing: []string{"model", "serve", "--replay", filepath.Join(f.ws, "no-such-cassette.json")}, usage: []string{"model", "serve", "--listen", "0.0.0.0:0"}},
+		// secret set creates a missing data folder; a missing store is empty to ls.
+		"secret set": {usage: []string{"secret", "set"}},
+		"secret ls":  {usage: []string{"secret", "ls", "extra"}},
+		"secret rm":  {missing: []string{"secret", "rm", "K", "--store", "file", "--data", nope()}, usage: []string{"secret", "rm"}},
 	}
 }
 

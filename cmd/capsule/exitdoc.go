@@ -68,6 +68,9 @@ var exitDocs = map[string]exitDoc{
 	"demo":           {verify: "the moved capsule did not verify on the new holder", other: "any other error"},
 	"version":        {other: "any other error"},
 	"model serve":    {other: "a missing or malformed --replay cassette, an address in use, or any other error"},
+	"secret set":     {other: "the store is unavailable here (keyring blocked, pass missing or not initialised), a secrets file open to others, or any other error"},
+	"secret ls":      {other: "the store is unavailable here, a secrets file open to others or malformed, or any other error"},
+	"secret rm":      {other: "the store holds no secret NAME, or is unavailable here, or any other error"},
 }
 
 // documentExits appends each runnable verb's exit codes to its --help.

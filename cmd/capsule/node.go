@@ -71,10 +71,10 @@ func probeSocket(sock string) error {
 
 func newNodeCmd() *cobra.Command {
 	var o struct {
-		data, listen, metrics, logFormat string
-		step, toolWait                   time.Duration
-		modelEndpoint                    string
-		endpoints                        []string
+		data, listen, metrics, logFormat, secretStore string
+		step, toolWait                                time.Duration
+		modelEndpoint                                 string
+		endpoints                                     []string
 	}
 	c := &cobra.Command{
 		Use:   "node",
@@ -128,7 +128,8 @@ and a move's target uses its own.`,
 				}
 			}
 			return runNode(cmd, node.Config{Dir: o.data, Listen: o.listen, MetricsAddr: o.metrics, Logger: logger,
-				StepInterval: o.step, Commit: buildCommit(), Endpoints: endpoints, ModelEndpoint: o.modelEndpoint, ToolWait: o.toolWait})
+				StepInterval: o.step, Commit: buildCommit(), Endpoints: endpoints, ModelEndpoint: o.modelEndpoint, ToolWait: o.toolWait,
+				SecretStore: o.secretStore})
 		},
 	}
 	dataFlag(c, &o.data)
@@ -139,6 +140,7 @@ and a move's target uses its own.`,
 	c.Flags().StringVar(&o.modelEndpoint, "model-endpoint", "", "root URL that serves every provider not named by --endpoint (the embedded simulator)")
 	c.Flags().StringArrayVar(&o.endpoints, "endpoint", nil, "PROVIDER=URL: the base URL this node calls a provider at (repeatable)")
 	c.Flags().DurationVar(&o.toolWait, "tool-wait", 30*time.Second, "how long a move or a stop waits for a running tool before it is refused")
+	c.Flags().StringVar(&o.secretStore, "secret-store", "", `where agents' secrets are looked up: keyring, pass or file (default $CAPSULE_SECRET_STORE, else file if DATA/secrets.json exists, else keyring); then CAPSULE_SECRET_<NAME> (see "capsule secret --help")`)
 	c.AddCommand(newNodeIDCmd(), newNodeWaitCmd(), newPeerCmd())
 	return c
 }
