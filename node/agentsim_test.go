@@ -180,3 +180,66 @@ func TestRefusedRequestBlocksAgent(t *testing.T) {
 		t.Fatalf("echo: %q", m.Text)
 	}
 }
+
+// Switching A -> B -> A: the first request to B carries no reasoning of
+// A; back on A, everything A's last request before the switch held is
+// sent again byte for byte (A's own reasoning items with their encrypted
+// content included), followed by the turns since.
+func TestSwitchBackReplaysOwnPartsByteIdentical(t *testing.T) {
+	s, url := startSim(t)
+	n := newNode(t, filepath.Join(t.TempDir(), "n"), nodeOpts{agentLoop: true, endpoint: url})
+	a := journal.ModelChange{Provider: "openai", API: "responses", Model: sim.Planner}
+	b := journal.ModelChange{Provider: "anthropic", API: "messages", Model: sim.Planner}
+	st, err := n.CreateAgent(t.Context(), api.CreateAgentRequest{Name: "sw", From: project(t),
+		Model: &api.ModelRef{Provider: a.Provider, API: a.API, Model: a.Model}, Task: "Please read_file path=src/main.go."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := waitAnswer(t, n, st.ID, 0)
+	before := count(events, journal.KindAssistant)
+	lastA := s.Received(render.OpenAIResponses, sim.Planner)
+	inputA := inputOf(t, lastA[len(lastA)-1].Body)
+
+	switchModel(t, n, st.ID, b)
+	say(t, n, st.ID, "Please search pattern=TODO.")
+	events = waitAnswer(t, n, st.ID, before)
+	firstB := s.Received(render.Anthropic, sim.Planner)[0]
+	if strings.Contains(string(firstB.Body), `"encrypted_content"`) || strings.Contains(string(firstB.Body), `"type":"thinking"`) {
+		t.Fatalf("the first request to B carries reasoning: %s", firstB.Body)
+	}
+
+	before = count(events, journal.KindAssistant)
+	switchModel(t, n, st.ID, a)
+	say(t, n, st.ID, "Please list_files path=src.")
+	waitAnswer(t, n, st.ID, before)
+	checkSim(t, s)
+	backA := s.Received(render.OpenAIResponses, sim.Planner)[len(lastA)]
+	inputBack := inputOf(t, backA.Body)
+	if len(inputBack) <= len(inputA) {
+		t.Fatalf("back on A the input has %d items, before the switch %d", len(inputBack), len(inputA))
+	}
+	reasoning := 0
+	for i := range inputA {
+		if string(inputA[i]) != string(inputBack[i]) {
+			t.Fatalf("input item %d differs after switching back:\nbefore %s\nafter  %s", i, inputA[i], inputBack[i])
+		}
+		if strings.Contains(string(inputA[i]), `"type":"reasoning"`) {
+			reasoning++
+		}
+	}
+	if reasoning == 0 {
+		t.Fatalf("A requests replayed none of its reasoning: the byte check proves little: %s", lastA[len(lastA)-1].Body)
+	}
+}
+
+// inputOf returns the items of a Responses request's input, as sent.
+func inputOf(t *testing.T, body []byte) []json.RawMessage {
+	t.Helper()
+	var req struct {
+		Input []json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	return req.Input
+}

@@ -84,7 +84,10 @@ const (
 
 // capTable is pure data, most specific rows first.
 var capTable = []capEntry{
-	// OpenAI.
+	// OpenAI. The embedded simulator's models (provider/sim) behave as a
+	// reasoning model does there: Responses reasoning items with encrypted
+	// content, replayed statelessly (instructions keep the system role).
+	{"openai", "capsule-sim/", Caps{ContextWindow: 400000, MaxOutput: 128000, Thinking: ThinkingAlways, Tokenizer: o200k}},
 	{"openai", "gpt-5", Caps{ContextWindow: 400000, MaxOutput: 128000, Thinking: ThinkingOptional, Developer: true, Tokenizer: o200k}},
 	{"openai", "o1-mini", Caps{ContextWindow: 128000, MaxOutput: 65536, Thinking: ThinkingAlways, Developer: true, Tokenizer: o200k}},
 	{"openai", "o1", Caps{ContextWindow: 200000, MaxOutput: 100000, Thinking: ThinkingAlways, Developer: true, Tokenizer: o200k}},
