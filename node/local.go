@@ -115,7 +115,7 @@ func (n *Node) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (api
 	if req.Model != nil {
 		m, err := checkModel(*req.Model)
 		if err != nil {
-			return api.AgentStatus{}, fmt.Errorf("%w: create agent: %w", api.ErrInvalid, err)
+			return api.AgentStatus{}, fmt.Errorf("create agent: %w", err)
 		}
 		req.Model = &m
 	}

@@ -57,12 +57,15 @@ const workingMemory = "working_memory.md"
 // the workspace, and the memory tool on a scratch copy of the capsule's
 // working memory that is committed into the capsule after each write.
 func (a *tenant) openWorkspaceTools(workdir string) (agent.Toolbox, io.Closer, error) {
-	scratch := a.path(workingMemory)
+	scratch, err := filepath.Abs(a.path(workingMemory)) // the tool wants an absolute path
+	if err != nil {
+		return nil, nil, err
+	}
 	mem, err := vfs.ReadFile(a.n.fsys, filepath.Join(a.capsule(), filepath.FromSlash(manifest.WorkingMemoryPath)))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, err
 	}
-	if err := vfs.WriteFile(a.n.fsys, scratch, mem, 0o600); err != nil {
+	if err = vfs.WriteFile(a.n.fsys, scratch, mem, 0o600); err != nil {
 		return nil, nil, err
 	}
 	ws, err := tool.OpenWorkspace(workdir, tool.Options{MemoryFile: scratch})

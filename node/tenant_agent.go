@@ -285,10 +285,10 @@ func checkUserText(s string) error {
 // does (modelChange: the provider's default API when it names none).
 func checkModel(m api.ModelRef) (api.ModelRef, error) {
 	if len(m.Provider) > 128 || len(m.Model) > 256 || len(m.API) > 64 || !utf8.ValidString(m.Provider+m.Model+m.API) {
-		return m, errors.New("the provider, API or model name is too long or not UTF-8")
+		return m, fmt.Errorf("%w: the provider, API or model name is too long or not UTF-8", api.ErrInvalid)
 	}
 	if m.Model == "" {
-		return m, errors.New("a model needs a provider and a model name")
+		return m, fmt.Errorf("%w: a model needs a provider and a model name", api.ErrInvalid)
 	}
 	mc, err := modelChange(api.ModelRequest{Provider: m.Provider, API: m.API, Model: m.Model})
 	if err != nil {

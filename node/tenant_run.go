@@ -355,8 +355,13 @@ func (a *tenant) why() string {
 // wake tells the runner that something it waits for arrived (a user
 // event, a model change, an operator start): an idle or blocked agent
 // takes its next step now. Caller holds a.mu.
+//
+// The runner shows as working from here on, before it wakes, so that a
+// caller that waits for the agent to be idle again (capsule agent wait)
+// never sees the idle state of before its message.
 func (a *tenant) wake() {
 	if a.run != nil {
+		a.setActivity(a.run, activityWorking, "")
 		a.run.poke()
 	}
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/node"
 	"github.com/spf13/cobra"
 )
 
@@ -28,7 +30,7 @@ at epoch 1 for this node; the node runs it with its built-in runner.`,
 	c.AddCommand(newAgentCreateCmd(), newAgentListCmd(), newAgentStatusCmd(),
 		newAgentLifecycleCmd("stop", "Stop an agent at a step boundary (it stays stopped across restarts)"),
 		newAgentLifecycleCmd("start", "Start an agent this node holds"), newAgentRmCmd(),
-		newAgentSayCmd(), newAgentModelCmd(), newAgentLogCmd(), newAgentChatCmd())
+		newAgentSayCmd(), newAgentModelCmd(), newAgentLogCmd(), newAgentChatCmd(), newAgentWaitCmd())
 	return c
 }
 
@@ -62,13 +64,31 @@ later moves.`,
 }
 
 func newAgentCreateCmd() *cobra.Command {
-	var data, name, from string
+	var data, name, from, prov, apiName, model, task string
 	var stopped, asJSON bool
 	c := &cobra.Command{
 		Use:   "create",
 		Short: "Create a new agent on the node and start it",
+		Long: `Create a new agent on the node and start it.
+
+With --provider and --model the agent is an LLM agent: its journal starts
+with that model (a model_change event) and, with --task, the task as its
+first user message; the node runs the agent loop on it (model, tools,
+journal, one step at a time) through the endpoint it has for the provider
+(see capsule node --help). Without them the node runs its built-in
+counter, a runner that needs no model.
+
+--provider is the journal's provider name: openai, anthropic, google,
+ollama, or the name of an OpenAI-compatible server (with --api chat).
+--api is that provider's API (chat, responses, messages,
+generateContent), by default the provider's own (openai: responses). The
+models of the embedded model endpoint (a simulator, not a language model)
+are capsule-sim/planner and capsule-sim/echo.`,
 		Example: `  capsule agent create --name demo --data ~/capsule-a
-  capsule agent create --from ./workspace --stopped --data ~/capsule-a`,
+  capsule agent create --from ./workspace --stopped --data ~/capsule-a
+  capsule agent create --from ./project --provider openai --api chat --model capsule-sim/planner \
+      --task "Please read_file path=src/main.go" --data ~/capsule-a
+  echo "Fix the failing test" | capsule agent create --provider anthropic --model claude-sonnet-4-5 --task - --data ~/capsule-a`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := localClient(data)
@@ -80,7 +100,23 @@ func newAgentCreateCmd() *cobra.Command {
 					return usageError{err}
 				}
 			}
-			st, err := cl.CreateAgent(cmd.Context(), api.CreateAgentRequest{Name: name, From: from, Stopped: stopped})
+			req := api.CreateAgentRequest{Name: name, From: from, Stopped: stopped, Task: task}
+			switch {
+			case prov != "" && model != "":
+				req.Model = &api.ModelRef{Provider: prov, API: apiName, Model: model}
+			case prov != "" || model != "" || apiName != "":
+				return usageError{errors.New("--provider and --model go together (and --api needs them)")}
+			case task != "":
+				return usageError{errors.New("--task needs --provider and --model: the counter takes no task")}
+			}
+			if task == "-" {
+				b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), node.MaxUserText+1))
+				if err != nil {
+					return err
+				}
+				req.Task = string(b)
+			}
+			st, err := cl.CreateAgent(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
@@ -95,6 +131,10 @@ func newAgentCreateCmd() *cobra.Command {
 	c.Flags().StringVar(&name, "name", "", "a human label for the agent")
 	c.Flags().StringVar(&from, "from", "", "a workspace folder to start from (copied)")
 	c.Flags().BoolVar(&stopped, "stopped", false, "create it without starting it")
+	c.Flags().StringVar(&prov, "provider", "", "the model's provider: openai, anthropic, google, ollama, or an OpenAI-compatible server's name")
+	c.Flags().StringVar(&apiName, "api", "", "the provider's API: chat, responses, messages, generateContent (default: the provider's own)")
+	c.Flags().StringVar(&model, "model", "", "the provider's model name (capsule-sim/planner on the embedded simulator)")
+	c.Flags().StringVar(&task, "task", "", "the agent's first user message (- reads stdin)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the agent's status as JSON")
 	return c
 }

@@ -108,6 +108,7 @@ func exitCases(f exitFixture, scratch func() string) map[string]exitCase {
 		"agent model":    {missing: append([]string{"agent", "model", id, "--provider", "ollama", "--model", "m"}, noNode...), usage: []string{"agent", "model", id}},
 		"agent log":      {missing: append([]string{"agent", "log", id}, noNode...), usage: []string{"agent", "log"}},
 		"agent chat":     {missing: append([]string{"agent", "chat", id}, noNode...), usage: []string{"agent", "chat"}},
+		"agent wait":     {missing: append([]string{"agent", "wait", id}, noNode...), usage: []string{"agent", "wait"}},
 		"move":           {missing: append([]string{"move", id, "--to", peer}, noNode...), usage: append([]string{"move", id, "--to", "not-a-node-id"}, noNode...)},
 		"move status":    {missing: append([]string{"move", "status", id}, noNode...), usage: []string{"move", "status"}},
 		"move resolve":   {missing: append([]string{"move", "resolve", id}, noNode...), usage: []string{"move", "resolve"}},

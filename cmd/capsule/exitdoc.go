@@ -62,6 +62,7 @@ var exitDocs = map[string]exitDoc{
 	"agent model":    {other: "the node does not hold the agent (it moved: the holder is named; or a move keeps it frozen); " + otherNode},
 	"agent log":      {other: otherNode},
 	"agent chat":     {other: "the node ended the chat's watch (it shut down); " + otherNode},
+	"agent wait":     {verify: "the agent is blocked (the reason is printed), not running, or still busy at --timeout", other: otherNode},
 	"move":           {other: "the move rolled back, found this node stale or waits for resolution; " + otherNode},
 	"move status":    {other: otherNode},
 	"move resolve":   {other: otherNode},

@@ -36,7 +36,7 @@ func TestOnAppendSeesEveryWrittenEvent(t *testing.T) {
 	if _, err := l.Append(journal.KindUser, 1, wall, journal.UserMessage{Text: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.AppendAll(1, wall, []journal.Kind{journal.KindFrozen, journal.KindResumed}, []any{journal.Frozen{Reason: "x"}, journal.Resumed{}}); err != nil {
+	if _, err := l.AppendAll(1, wall, []journal.Kind{journal.KindFrozen, journal.KindResumed}, []any{journal.Frozen{Reason: "x"}, journal.Resumed{}}); err != nil {
 		t.Fatal(err)
 	}
 	w := journal.NewWriterAfter("m2", l.Summary())
