@@ -30,7 +30,14 @@ func NewPlan(events []journal.Event, t Target) (*Plan, error) {
 
 // newPlan plans a segmented journal whose bodies src reads.
 func newPlan(src source, seg segmentation, t Target) (*Plan, error) {
+	return newPlanMemo(src, seg, t, nil)
+}
+
+// newPlanMemo is newPlan counting whole texts through texts, if not nil
+// (Incremental).
+func newPlanMemo(src source, seg segmentation, t Target, texts *textMemo) (*Plan, error) {
 	b := newBuilder(src, t)
+	b.cnt.texts = texts
 	b.seg = seg
 	b.noteSegmentation()
 	b.mapToolNames()
