@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentcapsule/capsule/agent"
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/render/wire"
 )
 
 // What the runner is doing, for status.
@@ -39,6 +40,7 @@ type runLoop struct {
 	view        journalView
 	tools       agent.Toolbox
 	toolsCloser io.Closer
+	render      wire.Incremental // the agent's renders, reusing the previous step's work
 }
 
 func newRunLoop() *runLoop {

@@ -130,6 +130,7 @@ func (a *tenant) agentStep(ctx context.Context, rl *runLoop, epoch uint64, event
 			return err
 		},
 		Tools:   rl.tools,
+		Render:  rl.render.Render,
 		Client:  a.n.cfg.Providers,
 		BaseURL: a.n.endpoint,
 		Secret: func(name string) (string, bool) {
