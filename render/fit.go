@@ -33,14 +33,17 @@ func newPlan(src source, seg segmentation, t Target) (*Plan, error) {
 	return newPlanMemo(src, seg, t, nil)
 }
 
-// newPlanMemo is newPlan counting whole texts through texts, if not nil
-// (Incremental).
-func newPlanMemo(src source, seg segmentation, t Target, texts *textMemo) (*Plan, error) {
+// newPlanMemo is newPlan reusing what an Incremental remembers of its
+// previous plans, if m is not nil.
+func newPlanMemo(src source, seg segmentation, t Target, m *memo) (*Plan, error) {
 	b := newBuilder(src, t)
-	b.cnt.texts = texts
 	b.seg = seg
 	b.noteSegmentation()
 	b.mapToolNames()
+	if m != nil {
+		b.cnt.texts, b.units = &m.texts, &m.units
+		m.units.begin(b.wireNames)
+	}
 	b.tools = b.wireTools(t.Tools)
 	factor, calibration := calibrate(src, &b.seg, b.own, t.API, b.caps)
 	budget := b.budget()
@@ -236,8 +239,17 @@ func (b *builder) needsStart(first int) bool {
 	return !ok
 }
 
-// buildUnit decodes a user or step unit.
+// buildUnit decodes a user or step unit, or replays it from the units an
+// Incremental remembers.
 func (b *builder) buildUnit(u *unit) (Item, bool) {
+	if b.units != nil {
+		return b.units.build(b, u)
+	}
+	return b.decodeUnit(u)
+}
+
+// decodeUnit decodes a user or step unit.
+func (b *builder) decodeUnit(u *unit) (Item, bool) {
 	if u.kind == unitUser {
 		return b.buildUser(u)
 	}

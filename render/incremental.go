@@ -30,11 +30,17 @@ import (
 // plus the texts of one window. The zero value is ready; it is not safe
 // for concurrent use.
 type Incremental struct {
-	t     Target
-	seg   *segmenter
-	last  journal.Event // the previous call's last event
-	n     int           // events segmented
+	t    Target
+	seg  *segmenter
+	last journal.Event // the previous call's last event
+	n    int           // events segmented
+	memo memo
+}
+
+// memo is what an Incremental remembers of its previous plans.
+type memo struct {
 	texts textMemo
+	units unitMemo
 }
 
 // Plan repairs, filters and fits events for t, as NewPlan does.
@@ -52,8 +58,9 @@ func (c *Incremental) Plan(events []journal.Event, t Target) (*Plan, error) {
 	if c.n > 0 {
 		c.last = events[c.n-1]
 	}
-	c.texts.turn()
-	return newPlanMemo(memSource(events), c.seg.snapshot(), t, &c.texts)
+	c.memo.texts.turn()
+	c.memo.units.open = c.seg.openKey()
+	return newPlanMemo(memSource(events), c.seg.snapshot(), t, &c.memo)
 }
 
 // extends reports whether events and t continue the previous call.
@@ -73,7 +80,7 @@ func (c *Incremental) extends(events []journal.Event, t Target) bool {
 func (c *Incremental) reset(t Target, n int) {
 	c.t, c.n, c.last = cloneTarget(t), 0, journal.Event{}
 	c.seg = newSegmenter(n)
-	c.texts = textMemo{}
+	c.memo = memo{}
 }
 
 // cloneTarget copies what a caller could change in place after a call:

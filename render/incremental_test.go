@@ -160,3 +160,39 @@ func TestIncrementalTargetChange(t *testing.T) {
 		}
 	}
 }
+
+// TestIncrementalToolNameShift grows a journal whose later call uses, as
+// a valid tool name, the request name an earlier invalid name was given:
+// the earlier name then goes by another request name, in every unit that
+// used it, so units built before must not be replayed under the old one.
+func TestIncrementalToolNameShift(t *testing.T) {
+	p := rendertest.Claude
+	j := &rendertest.Journal{}
+	j.User("go").Exchange(p, "s1", "c1", "bad name!", `{}`, "one").Say(p, "s1", "done").User("again")
+	tg := render.Target{API: render.Anthropic, Model: p.Model}
+	_, rep, err := wire.Render(j.Events(), tg)
+	if err != nil || len(rep.ToolNames) != 1 {
+		t.Fatalf("first render: %v, tool names %v", err, rep)
+	}
+	var inc wire.Incremental
+	compare := func() {
+		t.Helper()
+		want, wantRep, err := wire.Render(j.Events(), tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotRep, err := inc.Render(j.Events(), tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%d events: body differs:\n got %s\nwant %s", j.Len(), got, want)
+		}
+		if d := cmp.Diff(wantRep, gotRep); d != "" {
+			t.Fatalf("report differs (-want +got):\n%s", d)
+		}
+	}
+	compare()
+	j.Exchange(p, "s2", "c2", rep.ToolNames[0].To, `{}`, "two").User("more")
+	compare()
+}
