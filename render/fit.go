@@ -192,11 +192,20 @@ func (b *builder) reserver(first int) (func(cut int) int, int) {
 	if b.needsStart(first) {
 		startCost = b.cnt.count(StartText) + perMessage
 	}
+	// The bound differs between cuts only by the request quoted, the
+	// newest user unit before the cut: count each once.
+	costs := map[int32]int{}
 	return func(cut int) int {
 		if cut <= first {
 			return startCost
 		}
-		return max(startCost, b.cnt.count(digestText(maxEvents, maxTools, d.request(cut)))+perMessage)
+		k := d.prevUser[cut]
+		n, ok := costs[k]
+		if !ok {
+			n = b.cnt.count(digestText(maxEvents, maxTools, d.request(cut))) + perMessage
+			costs[k] = n
+		}
+		return max(startCost, n)
 	}, startCost
 }
 
