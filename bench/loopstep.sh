@@ -7,6 +7,9 @@
 #
 #   bench/loopstep.sh                 # 5 interleaved rounds
 #   ROUNDS=3 SIZES=10k bench/loopstep.sh
+#   BEFORE=576a651 bench/loopstep.sh  # also "before": the full render of
+#                                     # an older commit (one that has
+#                                     # BenchmarkStep), in the same rounds
 #
 # Each case runs in its own process (agent.BenchmarkStep/<size>/<mode>,
 # BENCHTIME operations of one model step and one tool step each), so peak
@@ -25,15 +28,23 @@ tmp="$(mktemp -d -p /var/tmp loopstep.XXXXXX)"
 trap 'rm -rf "$tmp"' EXIT
 echo "# $(go version); $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a)"
 go test -c -o "$tmp/agent.test" ./agent
+if [ -n "${BEFORE:-}" ]; then
+  mkdir "$tmp/before"
+  git archive "$BEFORE" | tar -x -C "$tmp/before"
+  (cd "$tmp/before" && go test -c -o "$tmp/before.test" ./agent)
+  modes="before full incremental"
+fi
 go build -o "$tmp/fsyncbench" ./bench/fsyncbench
 benchtime() { if [ "$1" = 100k ]; then echo "${BENCHTIME100K:-20x}"; else echo "${BENCHTIME:-40x}"; fi; }
 for r in $(seq "$rounds"); do
   "$tmp/fsyncbench" -dir "$dir" -n 200 | awk '{print $2}' >>"$tmp/fsync"
   for n in $sizes; do
     for m in $modes; do
-      /usr/bin/time -f '%M' -o "$tmp/rss" "$tmp/agent.test" -test.run '^$' \
-        -test.bench "BenchmarkStep/$n/$m\$" -test.benchtime "$(benchtime "$n")" >"$tmp/out"
-      line="$(grep "^BenchmarkStep/$n/$m" "$tmp/out")" || { cat "$tmp/out"; exit 1; }
+      bin="$tmp/agent.test" case="$m"
+      [ "$m" != before ] || bin="$tmp/before.test" case=full
+      /usr/bin/time -f '%M' -o "$tmp/rss" "$bin" -test.run '^$' \
+        -test.bench "BenchmarkStep/$n/$case\$" -test.benchtime "$(benchtime "$n")" >"$tmp/out"
+      line="$(grep "^BenchmarkStep/$n/$case" "$tmp/out")" || { cat "$tmp/out"; exit 1; }
       model="$(awk '{for (i = 1; i < NF; i++) if ($(i+1) == "model-ns/step") print $i}' <<<"$line")"
       tool="$(awk '{for (i = 1; i < NF; i++) if ($(i+1) == "tool-ns/step") print $i}' <<<"$line")"
       cpu="$(awk '{for (i = 1; i < NF; i++) if ($(i+1) == "model-cpu-ns/step") print $i}' <<<"$line")"
@@ -56,6 +67,9 @@ for n in $sizes; do
       printf "%-5s %-12s model step %8.2f ms wall, %8.2f ms cpu (= %6.1f fsyncs)  tool step %6.2f ms (= %5.1f fsyncs)  peak RSS %4d MiB\n",
         n, m, mod / 1e6, cpu / 1e6, mod / f, tool / 1e6, tool / f, rss / 1024 }'
   done
-  awk -v a="$(cat "$tmp/med-$n-full")" -v b="$(cat "$tmp/med-$n-incremental")" -v n="$n" \
-    'BEGIN {printf "%-5s RATIO full / incremental, model step: %.2fx\n", n, a / b}'
+  for m in $modes; do
+    [ "$m" = incremental ] && continue
+    awk -v a="$(cat "$tmp/med-$n-$m")" -v b="$(cat "$tmp/med-$n-incremental")" -v n="$n" -v m="$m" \
+      'BEGIN {printf "%-5s RATIO %s / incremental, model step wall: %.2fx\n", n, m, a / b}'
+  done
 done

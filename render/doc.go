@@ -138,9 +138,10 @@
 // open one) it built, with the report entries their build made, so the
 // fit decodes only units it did not build before. Stub declarations are
 // taken again in the new plan's order, and the units are forgotten when
-// the tools' request names change. The fit, the digest, the ID and tool-name maps, stubs and
-// calibration depend on the whole journal and are computed afresh from
-// that state at every call, exactly as NewPlan computes them, so the plan
+// the tools' request names change. The fit, the digest, the ID and
+// tool-name maps, stubs and calibration depend on the whole journal and
+// are computed afresh from that state at every call, exactly as NewPlan
+// computes them, so the plan
 // is NewPlan's (a property test compares bytes and reports over random
 // growing prefixes). A call whose events do not extend the previous
 // call's (fewer events, or another event at its last index, as after a

@@ -10,15 +10,15 @@ import (
 // Incremental plans a journal that grows between calls, such as the agent
 // loop's, reusing the work of the previous call: Plan of a journal that
 // extends the previous call's events (the same prefix) for the same
-// target segments only the new events and counts tokens only of texts
-// the previous plan did not count. Its plan is NewPlan's for the same
-// arguments, item for item and report for report.
+// target segments only the new events, and decodes and counts only the
+// units and texts the previous plan did not build. Its plan is NewPlan's
+// for the same arguments, item for item and report for report.
 //
 // What it keeps is exactly what does not depend on later events: the
 // segmenter's state after the prefix (units, pairing, the open step and
 // the instructions deferred behind it, which a later event may still
-// change, are kept open, not closed) and the token counts of the texts
-// the previous plan built. Everything that depends on the whole journal
+// change, are kept open, not closed), the token counts of the texts the
+// previous plan counted, and the closed units it built (unitMemo). Everything that depends on the whole journal
 // (closing the open step, the fit, the digest, ID and tool-name maps,
 // stubs, calibration) is recomputed by every call from that state, as
 // NewPlan computes it. A different target, or events that are not an
@@ -27,7 +27,7 @@ import (
 // total order), start afresh.
 //
 // It holds what an Index holds (about forty bytes per event, no body)
-// plus the texts of one window. The zero value is ready; it is not safe
+// plus the texts and units of about one window. The zero value is ready; it is not safe
 // for concurrent use.
 type Incremental struct {
 	t    Target
