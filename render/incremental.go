@@ -18,17 +18,17 @@ import (
 // segmenter's state after the prefix (units, pairing, the open step and
 // the instructions deferred behind it, which a later event may still
 // change, are kept open, not closed), the token counts of the texts the
-// previous plan counted, and the closed units it built (unitMemo). Everything that depends on the whole journal
-// (closing the open step, the fit, the digest, ID and tool-name maps,
-// stubs, calibration) is recomputed by every call from that state, as
-// NewPlan computes it. A different target, or events that are not an
+// previous plan counted, and the closed units it built (unitMemo).
+// Everything that depends on the whole journal (closing the open step,
+// the fit, the digest, ID and tool-name maps, stubs, calibration) is
+// recomputed by every call from that state, as NewPlan computes it. A different target, or events that are not an
 // extension of the previous ones (fewer, or a different event at the
 // previous call's last index, as after a merge placed an event earlier in
 // total order), start afresh.
 //
 // It holds what an Index holds (about forty bytes per event, no body)
-// plus the texts and units of about one window. The zero value is ready; it is not safe
-// for concurrent use.
+// plus the texts and units of about one window. The zero value is ready;
+// it is not safe for concurrent use.
 type Incremental struct {
 	t    Target
 	seg  *segmenter
