@@ -9,6 +9,7 @@ import (
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/provider"
 	"github.com/agentcapsule/capsule/render"
+	"github.com/agentcapsule/capsule/render/wire"
 )
 
 // ToolOutput is what a tool returned: Content is what the model gets (cut
@@ -78,9 +79,21 @@ type Env struct {
 	// Interrupted is the call ID the node was running a tool for when it
 	// last stopped without finishing it ("" if none).
 	Interrupted string
+	// Render renders the journal for a model step (nil: wire.Render). It
+	// must return what wire.Render returns for the same arguments; the node
+	// passes a wire.Incremental kept for the run, which does.
+	Render func(events []journal.Event, t render.Target) ([]byte, *render.Report, error)
 	// MaxTurnSteps bounds the model steps between two user events (0:
 	// DefaultMaxTurnSteps); the agent blocks when a turn reaches it.
 	MaxTurnSteps int
+}
+
+// renderer returns env.Render, or wire.Render when it is nil.
+func (env *Env) renderer() func([]journal.Event, render.Target) ([]byte, *render.Report, error) {
+	if env.Render != nil {
+		return env.Render
+	}
+	return wire.Render
 }
 
 // DefaultMaxTurnSteps is the bound on model steps in one user turn.

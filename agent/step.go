@@ -12,7 +12,6 @@ import (
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/provider"
 	"github.com/agentcapsule/capsule/render"
-	"github.com/agentcapsule/capsule/render/wire"
 )
 
 // Report says what one step did.
@@ -78,7 +77,7 @@ func modelStep(ctx context.Context, env *Env, mc journal.ModelChange, step strin
 	if err := t.Validate(); err != nil {
 		return 0, blocked(err, "model %s/%s: %v", mc.Provider, mc.Model, err)
 	}
-	body, rr, err := wire.Render(env.Events, t)
+	body, rr, err := env.renderer()(env.Events, t)
 	if err != nil {
 		return 0, blocked(err, "render for %s %s: %v", mc.Provider, mc.Model, err)
 	}

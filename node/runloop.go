@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentcapsule/capsule/agent"
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/render/wire"
 )
 
 // What the runner is doing, for status.
@@ -39,7 +40,8 @@ type runLoop struct {
 	view        journalView
 	tools       agent.Toolbox
 	toolsCloser io.Closer
-	secretNames []string // the environment spec's secret names, read once per run
+	secretNames []string         // the environment spec's secret names, read once per run
+	render      wire.Incremental // the agent's renders, reusing the previous step's work
 }
 
 func newRunLoop() *runLoop {

@@ -137,6 +137,7 @@ func (a *tenant) agentStep(ctx context.Context, rl *runLoop, epoch uint64, event
 			return err
 		},
 		Tools:  rl.tools,
+		Render: rl.render.Render,
 		Client: a.n.cfg.Providers,
 		BaseURL: func(providerName string, api render.API) string {
 			if u, _ := a.baseURL.Load().(string); u != "" { // agent model --base-url

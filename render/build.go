@@ -25,7 +25,8 @@ type builder struct {
 	// wireNames maps the journal's tool names the API refuses to the
 	// names they go by in the request (mapToolNames).
 	wireNames map[string]string
-	tools     []Tool // the target's tools under their request names
+	tools     []Tool    // the target's tools under their request names
+	units     *unitMemo // units built by earlier plans (Incremental), or nil
 }
 
 func newBuilder(src source, t Target) *builder {
@@ -245,11 +246,19 @@ func (b *builder) addCall(st *Step, c *callRef, i int32) {
 		}
 	}
 	p.tokens = b.cnt.count(name) + b.cnt.count(text) + perCall
-	if b.t.API == Anthropic && !b.declared[journalName] && !b.stubs[journalName] {
-		b.stubs[journalName] = true
-		p.stub = b.toolTokens([]Tool{stubTool(name)})
-	}
+	p.stub = b.takeStub(journalName, name)
 	st.Parts = append(st.Parts, p)
+}
+
+// takeStub returns the cost of the stub declaration a call of tool
+// journalName (request name name) needs, if it is the first call built
+// that needs one (Anthropic, a tool the target does not declare), else 0.
+func (b *builder) takeStub(journalName, name string) int {
+	if b.t.API != Anthropic || b.declared[journalName] || b.stubs[journalName] {
+		return 0
+	}
+	b.stubs[journalName] = true
+	return b.toolTokens([]Tool{stubTool(name)})
 }
 
 // result decodes the result paired with c, or makes the synthetic one.

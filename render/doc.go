@@ -126,4 +126,26 @@
 // records). Its plan is NewPlan's for the same events, byte for byte;
 // capsule render uses it, so rendering a journal of any length holds the
 // window and about forty bytes per event.
+//
+// # Journals that grow between renders
+//
+// The agent loop renders its journal at every model step, and the journal
+// only grows. An Incremental keeps what an Index keeps, the segmentation
+// of the events seen so far, with the open step and the instructions
+// deferred behind it left open, and segments only the new events of the
+// next call; it also remembers the token counts of the texts the previous
+// plan counted and the closed units (user messages, steps other than the
+// open one) it built, with the report entries their build made, so the
+// fit decodes only units it did not build before. Stub declarations are
+// taken again in the new plan's order, and the units are forgotten when
+// the tools' request names change. The fit, the digest, the ID and
+// tool-name maps, stubs and calibration depend on the whole journal and
+// are computed afresh from that state at every call, exactly as NewPlan
+// computes them, so the plan
+// is NewPlan's (a property test compares bytes and reports over random
+// growing prefixes). A call whose events do not extend the previous
+// call's (fewer events, or another event at its last index, as after a
+// merge), or with another target, starts afresh. What a step still
+// costs is a walk of the kept window and marshalling the request
+// (bench/loopstep.sh).
 package render

@@ -30,10 +30,20 @@ func NewPlan(events []journal.Event, t Target) (*Plan, error) {
 
 // newPlan plans a segmented journal whose bodies src reads.
 func newPlan(src source, seg segmentation, t Target) (*Plan, error) {
+	return newPlanMemo(src, seg, t, nil)
+}
+
+// newPlanMemo is newPlan reusing what an Incremental remembers of its
+// previous plans, if m is not nil.
+func newPlanMemo(src source, seg segmentation, t Target, m *memo) (*Plan, error) {
 	b := newBuilder(src, t)
 	b.seg = seg
 	b.noteSegmentation()
 	b.mapToolNames()
+	if m != nil {
+		b.cnt.texts, b.units = &m.texts, &m.units
+		m.units.begin(b.wireNames)
+	}
 	b.tools = b.wireTools(t.Tools)
 	factor, calibration := calibrate(src, &b.seg, b.own, t.API, b.caps)
 	budget := b.budget()
@@ -182,11 +192,20 @@ func (b *builder) reserver(first int) (func(cut int) int, int) {
 	if b.needsStart(first) {
 		startCost = b.cnt.count(StartText) + perMessage
 	}
+	// The bound differs between cuts only by the request quoted, the
+	// newest user unit before the cut: count each once.
+	costs := map[int32]int{}
 	return func(cut int) int {
 		if cut <= first {
 			return startCost
 		}
-		return max(startCost, b.cnt.count(digestText(maxEvents, maxTools, d.request(cut)))+perMessage)
+		k := d.prevUser[cut]
+		n, ok := costs[k]
+		if !ok {
+			n = b.cnt.count(digestText(maxEvents, maxTools, d.request(cut))) + perMessage
+			costs[k] = n
+		}
+		return max(startCost, n)
 	}, startCost
 }
 
@@ -229,8 +248,17 @@ func (b *builder) needsStart(first int) bool {
 	return !ok
 }
 
-// buildUnit decodes a user or step unit.
+// buildUnit decodes a user or step unit, or replays it from the units an
+// Incremental remembers.
 func (b *builder) buildUnit(u *unit) (Item, bool) {
+	if b.units != nil {
+		return b.units.build(b, u)
+	}
+	return b.decodeUnit(u)
+}
+
+// decodeUnit decodes a user or step unit.
+func (b *builder) decodeUnit(u *unit) (Item, bool) {
 	if u.kind == unitUser {
 		return b.buildUser(u)
 	}

@@ -50,6 +50,7 @@ type counter struct {
 	codec tokenizer.Codec
 	split func(string, func(int, int))
 	memo  map[string]int
+	texts *textMemo // whole texts across plans (Incremental), or nil
 }
 
 func newCounter(encoding string) *counter {
@@ -77,6 +78,14 @@ func (c *counter) count(s string) int {
 	if s == "" {
 		return 0
 	}
+	if c.texts != nil {
+		return c.texts.count(s, c.countText)
+	}
+	return c.countText(s)
+}
+
+// countText counts the tokens of a non-empty s.
+func (c *counter) countText(s string) int {
 	if !utf8.ValidString(s) {
 		// The library counts invalid UTF-8 through a rune conversion;
 		// rendered text is always valid, so this path is rare.
