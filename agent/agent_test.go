@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/provider"
@@ -308,5 +309,25 @@ func TestMissingKey(t *testing.T) {
 	}
 	if _, err := step(t, b, c, nil); err != nil {
 		t.Fatalf("loopback: %v", err)
+	}
+}
+
+// A model call that outlives the call timeout is an ordinary failure
+// (tried again by a later step), journals nothing, and is not a block.
+func TestCallTimeout(t *testing.T) {
+	b := newBook(t)
+	b.add(journal.KindModelChange, sim)
+	b.add(journal.KindUser, journal.UserMessage{Text: "hi"})
+	c := &script{block: make(chan struct{})}
+	env := envFor(b, c, nil)
+	env.CallTimeout = 10 * time.Millisecond
+	n := len(b.events)
+	_, err := Step(context.Background(), env)
+	var be *BlockedError
+	if err == nil || errors.As(err, &be) || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no answer within") {
+		t.Fatalf("err %v", err)
+	}
+	if len(b.events) != n {
+		t.Fatal("a timed-out call journaled events")
 	}
 }

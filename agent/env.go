@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/provider"
@@ -83,6 +84,9 @@ type Env struct {
 	// must return what wire.Render returns for the same arguments; the node
 	// passes a wire.Incremental kept for the run, which does.
 	Render func(events []journal.Event, t render.Target) ([]byte, *render.Report, error)
+	// CallTimeout bounds one model call, retries included (0: no bound
+	// but the step's context).
+	CallTimeout time.Duration
 	// MaxTurnSteps bounds the model steps between two user events (0:
 	// DefaultMaxTurnSteps); the agent blocks when a turn reaches it.
 	MaxTurnSteps int

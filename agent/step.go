@@ -107,7 +107,13 @@ func modelStep(ctx context.Context, env *Env, mc journal.ModelChange, step strin
 			return 0, err
 		}
 	}
-	resp, err := client.Call(ctx, req)
+	callCtx := ctx
+	if env.CallTimeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, env.CallTimeout)
+		defer cancel()
+	}
+	resp, err := client.Call(callCtx, req)
 	if env.Enter != nil {
 		if eerr := env.Enter(PhaseNone, ""); eerr != nil && err == nil {
 			return 0, eerr
@@ -116,6 +122,9 @@ func modelStep(ctx context.Context, env *Env, mc journal.ModelChange, step strin
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
+		}
+		if callCtx.Err() != nil { // an ordinary failure: a later step tries again
+			return attempts(err), fmt.Errorf("agent: model call: no answer within %s", env.CallTimeout)
 		}
 		msg := scrub(env, err.Error())
 		if errors.Is(err, provider.ErrRefused) {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"os"
@@ -242,4 +243,91 @@ func inputOf(t *testing.T, body []byte) []json.RawMessage {
 		t.Fatal(err)
 	}
 	return req.Input
+}
+
+// A tool output over the cap reaches the model cut, with a note, and is
+// kept whole as a blob attachment of its result; the capsule verifies
+// with it once committed.
+func TestBigToolOutputIsAttached(t *testing.T) {
+	_, url := startSim(t)
+	ws := project(t)
+	big := strings.Repeat("a line of the big file, long enough to count\n", 2000) // ~90 KiB
+	if err := os.WriteFile(filepath.Join(ws, "big.txt"), []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(t, filepath.Join(t.TempDir(), "n"), nodeOpts{agentLoop: true, endpoint: url})
+	st, err := n.CreateAgent(t.Context(), api.CreateAgentRequest{Name: "big", From: ws, Model: planner, Task: "Please read_file path=big.txt."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := waitAnswer(t, n, st.ID, 0)
+	var r journal.ToolResult
+	for _, e := range events {
+		if e.Kind == journal.KindToolResult {
+			if err := json.Unmarshal(e.Body, &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(r.Attachments) != 1 || !strings.Contains(r.Content, "truncated") || len(r.Content) >= len(big) {
+		t.Fatalf("result: %d bytes of content, attachments %+v", len(r.Content), r.Attachments)
+	}
+	a, _ := n.getTenant(st.ID)
+	blob, err := os.ReadFile(filepath.Join(a.capsule(), "artifacts", "blobs", strings.TrimPrefix(r.Attachments[0].Blob, "sha256:")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(blob), "2000\ta line of the big file") || int64(len(blob)) != r.Attachments[0].Size {
+		t.Fatalf("the attachment holds %d bytes, not the whole output", len(blob))
+	}
+	if _, err := n.StopAgent(t.Context(), st.ID); err != nil {
+		t.Fatal(err)
+	}
+	if probs := verifyCapsule(n.fsys, a.capsule()); len(probs) > 0 {
+		t.Fatalf("capsule: %v", probs)
+	}
+}
+
+// A watcher of the agent on the node it moved to sees the journal events
+// the agent appends there, live.
+func TestWatchOnTargetSeesLiveEvents(t *testing.T) {
+	_, url := startSim(t)
+	cl := newCluster(t, nodeOpts{agentLoop: true, endpoint: url}, nodeOpts{agentLoop: true, endpoint: url})
+	a, b := cl.nodes[0], cl.nodes[1]
+	st, err := a.CreateAgent(t.Context(), api.CreateAgentRequest{Name: "w", Model: &api.ModelRef{Provider: "openai", API: "chat", Model: sim.Echo}, Task: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := waitAnswer(t, a, st.ID, 0)
+	if res := move(t, a, b, st.ID); res.Outcome != api.OutcomeCommitted {
+		t.Fatalf("move: %+v", res)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	live := make(chan journal.Kind, 64)
+	go func() {
+		_ = b.WatchAgent(ctx, st.ID, api.WatchOptions{Live: true}, func(m api.WatchMessage) error {
+			if len(m.Event) > 0 {
+				var e journal.Event
+				if json.Unmarshal(m.Event, &e) == nil {
+					live <- e.Kind
+				}
+			}
+			return nil
+		})
+	}()
+	time.Sleep(50 * time.Millisecond) // let the watch subscribe
+	say(t, b, st.ID, "two")
+	waitAnswer(t, b, st.ID, count(events, journal.KindAssistant))
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case k := <-live:
+			if k == journal.KindAssistant {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the watch on the target saw no live assistant event")
+		}
+	}
 }

@@ -55,6 +55,9 @@ type Config struct {
 	// Tools opens the tools offered to an agent whose workspace is workdir
 	// (default: the built-in workspace tools of package tool).
 	Tools func(workdir string) (agent.Toolbox, io.Closer, error)
+	// ModelTimeout bounds one model call of an agent, its retries
+	// included (default 10m); a call that runs out is tried again later.
+	ModelTimeout time.Duration
 	// ToolWait bounds how long a freeze or a stop waits for a running tool
 	// before it is refused (default 30s): a tool is never cut.
 	ToolWait time.Duration
@@ -97,6 +100,9 @@ func (c *Config) defaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.ModelTimeout <= 0 {
+		c.ModelTimeout = 10 * time.Minute
 	}
 	if c.ToolWait <= 0 {
 		c.ToolWait = 30 * time.Second

@@ -70,6 +70,9 @@ func (a *tenant) promote(act transfer.Action) error {
 	if a.log != nil {
 		_ = a.log.Close()
 	}
+	if staged != nil {
+		staged.SetOnAppend(a.publishEvent) // watchers of the new holder see its events
+	}
 	a.log = staged // the journal file moved with its folder; the open file is the same
 	return a.startAfterMove(act, source, snap, renamed)
 }

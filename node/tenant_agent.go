@@ -132,6 +132,7 @@ func (a *tenant) agentStep(ctx context.Context, rl *runLoop, epoch uint64, event
 	env := &agent.Env{
 		Events:      events,
 		Interrupted: mark.CallID,
+		CallTimeout: a.n.cfg.ModelTimeout,
 		Append: func(kinds []journal.Kind, bodies []any) error {
 			_, err := a.log.AppendAll(epoch, a.n.wallTime(), kinds, bodies)
 			return err
