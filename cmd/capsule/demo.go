@@ -35,12 +35,27 @@ type demoResult struct {
 	Refused       int            `json:"requests_refused"`
 	// CancelledInDelay counts model requests whose caller went away
 	// during the demo's delay: they never reached the simulator.
-	CancelledInDelay int              `json:"requests_cancelled_in_delay"`
-	BugFixed         bool             `json:"bug_fixed"`
-	Answer           string           `json:"answer"`
-	AnsweredOn       string           `json:"answered_on"`
-	Report           node.AgentReport `json:"report"`
-	DataDir          string           `json:"data_dir,omitempty"`
+	CancelledInDelay int  `json:"requests_cancelled_in_delay"`
+	BugFixed         bool `json:"bug_fixed"`
+	// TaskFinishedOn names the node that journaled the task's answer (the
+	// end of its tool loop); AnsweredOn the node of the last answer.
+	TaskFinishedOn string           `json:"task_finished_on"`
+	Answer         string           `json:"answer"`
+	AnsweredOn     string           `json:"answered_on"`
+	Report         node.AgentReport `json:"report"`
+	DataDir        string           `json:"data_dir,omitempty"`
+}
+
+// check says what of the demo's claims the run did not bear out: every
+// request passed the simulator's rules and the bug is fixed on B.
+func (r demoResult) check() error {
+	switch {
+	case r.Refused > 0:
+		return fmt.Errorf("demo: the simulator refused %d requests", r.Refused)
+	case !r.BugFixed:
+		return errors.New("demo: calc.go is not fixed in the new holder's work folder")
+	}
+	return nil
 }
 
 func newDemoCmd() *cobra.Command {
@@ -81,12 +96,14 @@ reads calc.go on the new holder.`,
 			if !keep {
 				defer os.RemoveAll(dir)
 			}
+			ctx, stop := interruptible(cmd)
+			defer stop()
 			out := cmd.OutOrStdout()
 			w := out
 			if asJSON {
 				w = io.Discard
 			}
-			res, err := runDemo(cmd.Context(), dir, w)
+			res, err := runDemo(ctx, dir, w)
 			if keep {
 				res.DataDir = dir
 				fmt.Fprintf(w, "data kept in %s\n", dir)
@@ -102,7 +119,7 @@ reads calc.go on the new holder.`,
 			if !res.Report.OK() {
 				return verifyError{errors.New("demo: the agent's capsule did not verify on the new holder")}
 			}
-			return nil
+			return res.check()
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")

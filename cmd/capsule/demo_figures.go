@@ -124,6 +124,17 @@ func bugFixed(work string) (bool, error) {
 	return strings.Contains(s, demoFix) && !strings.Contains(s, demoBug), nil
 }
 
+// firstAnswerMachine returns the machine that journaled the first
+// assistant text: the end of the task's tool loop.
+func firstAnswerMachine(events []journal.Event) string {
+	for _, e := range events {
+		if e.Kind == journal.KindAssistant {
+			return e.Machine
+		}
+	}
+	return ""
+}
+
 // lastAnswer returns the newest assistant text of the journal and the
 // machine that journaled it.
 func lastAnswer(events []journal.Event) (text, machine string) {

@@ -36,6 +36,7 @@ func (d *demoRun) conclude(ctx context.Context) error {
 	var machine string
 	d.res.Answer, machine = lastAnswer(events)
 	d.res.AnsweredOn = d.label(machine)
+	d.res.TaskFinishedOn = d.label(firstAnswerMachine(events))
 	if d.res.BugFixed, err = bugFixed(filepath.Join(filepath.Dir(rep.Capsule), "work")); err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func (d *demoRun) print() {
 		fixed = "fixed"
 	}
 	say("The bug on B: calc.go in B's work folder is %s (%q in Add). The demo does not run go test: it needs no Go toolchain.", fixed, demoFix)
-	say("The last answer, journaled on %s: %s", r.AnsweredOn, clipLine(r.Answer))
+	say("The task's tool loop ended with an answer journaled on %s; the last answer, journaled on %s: %s", r.TaskFinishedOn, r.AnsweredOn, clipLine(r.Answer))
 	printReport(say, r.Report, d.label)
 }
 

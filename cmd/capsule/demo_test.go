@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -28,7 +30,7 @@ func TestDemo(t *testing.T) {
 	if !res.BugFixed {
 		t.Errorf("calc.go in B's work folder is not fixed")
 	}
-	if res.AnsweredOn != "B" || !strings.Contains(res.Answer, "read_file") {
+	if res.TaskFinishedOn != "B" || res.AnsweredOn != "B" || !strings.Contains(res.Answer, "read_file") {
 		t.Errorf("last answer on %q: %q", res.AnsweredOn, res.Answer)
 	}
 	apis := map[string]bool{}
@@ -79,5 +81,24 @@ func TestPhaseClock(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, c.end(), cmpopts.IgnoreFields(demoPhase{}, "MS")); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
+	}
+}
+
+// TestInterruptedDemoLeavesNothing: SIGINT to a real `capsule demo` while
+// its agent works stops it and removes its folders.
+func TestInterruptedDemoLeavesNothing(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	c, out := cliProcess(t, nil, "demo")
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	dir := waitFor(t, tmp, "capsule-demo-", done)
+	waitFor(t, filepath.Join(tmp, dir), "workspace", done)
+	_ = c.Process.Signal(syscall.SIGINT)
+	if err := <-done; err == nil {
+		t.Fatalf("the interrupted demo succeeded:\n%s", out)
+	}
+	if left := names(t, tmp); len(left) != 0 {
+		t.Errorf("an interrupted demo left %v\n%s", left, out)
 	}
 }
