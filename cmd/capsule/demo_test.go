@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/journal"
 )
 
 // TestDemo runs the README's main command end to end on loopback: the
@@ -100,5 +101,32 @@ func TestInterruptedDemoLeavesNothing(t *testing.T) {
 	}
 	if left := names(t, tmp); len(left) != 0 {
 		t.Errorf("an interrupted demo left %v\n%s", left, out)
+	}
+}
+
+// TestStepsByNode: a model step is one generation (its reasoning, text
+// and calls share a step) counted on the machine that journaled it; a
+// tool step is one tool result.
+func TestStepsByNode(t *testing.T) {
+	ev := func(machine string, kind journal.Kind, body string) journal.Event {
+		return journal.Event{Machine: machine, Kind: kind, Body: []byte(body)}
+	}
+	oa := `"producer":{"provider":"openai","api":"chat","model":"m"}`
+	an := `"producer":{"provider":"anthropic","api":"messages","model":"m"}`
+	events := []journal.Event{
+		ev("a", journal.KindUser, `{"text":"go"}`),
+		ev("a", journal.KindToolCall, `{"call_id":"1","name":"search","step":"s1",`+oa+`}`),
+		ev("a", journal.KindToolResult, `{"call_id":"1","name":"search","content":"x"}`),
+		ev("b", journal.KindReasoning, `{"step":"s2","text":"t",`+an+`}`),
+		ev("b", journal.KindToolCall, `{"call_id":"2","name":"edit_file","step":"s2",`+an+`}`),
+		ev("b", journal.KindToolResult, `{"call_id":"2","name":"edit_file","content":"ok"}`),
+		ev("b", journal.KindAssistant, `{"text":"done","step":"s3",`+an+`}`),
+	}
+	want := []demoSteps{
+		{Node: "A", Machine: "a", ModelSteps: 1, ByModel: map[string]int{"openai/chat m": 1}, ToolSteps: 1, Tools: []string{"search"}},
+		{Node: "B", Machine: "b", ModelSteps: 2, ByModel: map[string]int{"anthropic/messages m": 2}, ToolSteps: 1, Tools: []string{"edit_file"}},
+	}
+	if diff := cmp.Diff(want, stepsByNode(events, []string{"a", "b"}, []string{"A", "B"})); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
 	}
 }
