@@ -34,7 +34,7 @@ type demoResult struct {
 	Requests      []demoRequests `json:"requests"`
 	Refused       int            `json:"requests_refused"`
 	// CancelledInDelay counts model requests whose caller went away
-	// during the demo's delay: they never reached the simulator.
+	// while the demo held them: they never reached the simulator.
 	CancelledInDelay int  `json:"requests_cancelled_in_delay"`
 	BugFixed         bool `json:"bug_fixed"`
 	// TaskFinishedOn names the node that journaled the task's answer (the
@@ -79,8 +79,10 @@ language model. It calls the tools the newest user message names, in that
 order, with the key=value arguments written in it, and answers by quoting the
 results; it checks every request against the provider's rules and the
 reasoning signatures it issued. The demo holds each request 150 ms before it
-reaches the simulator so that a person can follow and the switch and the move
-land while a step is in flight. Everything else is real: the agent loop, the
+reaches the simulator so that a person can follow and the switch lands while
+a step is in flight, and holds the request in flight while the move runs, so
+that the freeze always cancels a model call (a real model would still be
+generating). Everything else is real: the agent loop, the
 provider clients, the tools on the workspace, two nodes with mutual TLS, the
 two-phase move. The demo does not run go test (it needs no Go toolchain): it
 reads calc.go on the new holder.`,
@@ -257,9 +259,12 @@ func (d *demoRun) switchAndMove(ctx context.Context) error {
 		return err
 	}
 	d.res.MovedAfter, _, _ = d.tr.counts()
-	d.out.say("-- demo: moving the agent to B (Node.Move) in the middle of its tool loop: a model request is in flight and edit_file is still to come --")
+	d.out.say("-- demo: moving the agent to B (Node.Move) in the middle of its tool loop: a model request is in flight and edit_file is still to come;")
+	d.out.say("   the demo holds that request at the endpoint until the move ends, so the freeze always lands in the middle of the step --")
 	var phases phaseClock
+	release := d.ep.hold()
 	m, err := a.Move(ctx, d.id, api.MoveRequest{To: string(b.ID())}, phases.observe)
+	release()
 	d.res.Move, d.res.Phases = m, phases.end()
 	if err != nil {
 		return err

@@ -53,7 +53,7 @@ func (d *demoRun) print() {
 	printPhases(say, r.Phases)
 	say("  Frozen window: %d ms (freeze on A to running on B), %s sent inside it, %d round trips while frozen.",
 		m.FrozenMS, humanBytes(m.WindowBytes), m.RoundTripsFrozen)
-	say("  Model calls the freeze cancelled: %d (not journaled on A; B made them again). Requests cancelled during the demo's delay, never seen by the simulator: %d.",
+	say("  Model calls the freeze cancelled: %d (not journaled on A; B made them again). Requests cancelled while the demo held them, never seen by the simulator: %d.",
 		m.CancelledModelCalls, r.CancelledInDelay)
 	say("Steps on each node, from the journal (a model step is one generation; a tool step is one tool result):")
 	for _, s := range r.Steps {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,8 +29,9 @@ type demoEndpoint struct {
 	hs  *http.Server
 
 	mu        sync.Mutex
-	arrived   int // model requests that reached the delay
-	cancelled int // of which the caller cancelled during the delay
+	arrived   int           // model requests that reached the delay
+	cancelled int           // of which the caller cancelled during the delay or a hold
+	gate      chan struct{} // while set, requests wait for it to close after the delay
 }
 
 // startDemoEndpoint serves a new simulator on 127.0.0.1 (a free port).
@@ -43,26 +46,71 @@ func startDemoEndpoint() (*demoEndpoint, error) {
 	return e, nil
 }
 
-// ServeHTTP waits demoDelay, then lets the simulator answer. A request
-// whose caller goes away during the wait (a move's freeze cancels the
-// model call in flight) never reaches the simulator.
+// ServeHTTP waits demoDelay and, while the demo holds requests, until it
+// lets them go; then the simulator answers. A request whose caller goes
+// away meanwhile (a move's freeze cancels the model call in flight) never
+// reaches the simulator.
 func (e *demoEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
-		e.mu.Lock()
-		e.arrived++
-		e.mu.Unlock()
-		t := time.NewTimer(demoDelay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			e.mu.Lock()
-			e.cancelled++
-			e.mu.Unlock()
+		// Read the body first: only then does the server watch the
+		// connection and cancel r.Context() when the caller goes away.
+		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		if err != nil {
+			http.Error(w, "demo: read the request: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !e.wait(r.Context()) {
 			return
 		}
 	}
 	e.sim.ServeHTTP(w, r)
+}
+
+// wait counts a model request and holds it; it reports false when the
+// caller went away.
+func (e *demoEndpoint) wait(ctx context.Context) bool {
+	e.mu.Lock()
+	e.arrived++
+	e.mu.Unlock()
+	t := time.NewTimer(demoDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		e.mu.Lock()
+		gate := e.gate
+		e.mu.Unlock()
+		if gate == nil {
+			return true
+		}
+		select {
+		case <-gate:
+			return true
+		case <-ctx.Done():
+		}
+	case <-ctx.Done():
+	}
+	e.mu.Lock()
+	e.cancelled++
+	e.mu.Unlock()
+	return false
+}
+
+// hold makes model requests wait, after their delay, until the returned
+// function lets them go: the demo holds the step in flight while it moves
+// the agent, so that the move always lands in the middle of it (a real
+// model would still be generating).
+func (e *demoEndpoint) hold() (release func()) {
+	gate := make(chan struct{})
+	e.mu.Lock()
+	e.gate = gate
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		e.gate = nil
+		e.mu.Unlock()
+		close(gate)
+	}
 }
 
 // counts returns the model requests that arrived and those cancelled
