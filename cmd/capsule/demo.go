@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/node"
+	"github.com/agentcapsule/capsule/provider/sim"
 	"github.com/spf13/cobra"
 )
 
@@ -18,35 +19,73 @@ func init() { addCommand(newDemoCmd) }
 
 // demoResult is what `capsule demo --json` prints.
 type demoResult struct {
-	Nodes       []api.NodeInfo   `json:"nodes"`
-	Agent       string           `json:"agent"`
-	StepsBefore uint64           `json:"steps_before_move"`
-	Move        api.MoveResult   `json:"move"`
-	Phases      []demoPhase      `json:"phases"`
-	StepsAfter  uint64           `json:"steps_after_move"`
-	Report      node.AgentReport `json:"report"`
-	DataDir     string           `json:"data_dir,omitempty"`
+	Nodes     []api.NodeInfo `json:"nodes"`
+	Agent     string         `json:"agent"`
+	Simulator string         `json:"simulator"` // the endpoint's URL (loopback)
+	DelayMS   int64          `json:"demo_delay_ms"`
+	Task      string         `json:"task"`
+	// SwitchedAfter and MovedAfter count the tool results journaled when
+	// the demo switched the model and started the move.
+	SwitchedAfter int            `json:"switched_after_tool_results"`
+	MovedAfter    int            `json:"moved_after_tool_results"`
+	Move          api.MoveResult `json:"move"`
+	Phases        []demoPhase    `json:"phases"`
+	Steps         []demoSteps    `json:"steps"`
+	Requests      []demoRequests `json:"requests"`
+	Refused       int            `json:"requests_refused"`
+	// CancelledInDelay counts model requests whose caller went away
+	// while the demo held them: they never reached the simulator.
+	CancelledInDelay int  `json:"requests_cancelled_in_delay"`
+	BugFixed         bool `json:"bug_fixed"`
+	// TaskFinishedOn names the node that journaled the task's answer (the
+	// end of its tool loop); AnsweredOn the node of the last answer.
+	TaskFinishedOn string           `json:"task_finished_on"`
+	Answer         string           `json:"answer"`
+	AnsweredOn     string           `json:"answered_on"`
+	Report         node.AgentReport `json:"report"`
+	DataDir        string           `json:"data_dir,omitempty"`
+}
+
+// check says what of the demo's claims the run did not bear out: every
+// request passed the simulator's rules and the bug is fixed on B.
+func (r demoResult) check() error {
+	switch {
+	case r.Refused > 0:
+		return fmt.Errorf("demo: the simulator refused %d requests", r.Refused)
+	case !r.BugFixed:
+		return errors.New("demo: calc.go is not fixed in the new holder's work folder")
+	}
+	return nil
 }
 
 func newDemoCmd() *cobra.Command {
 	var asJSON, keep bool
 	c := &cobra.Command{
 		Use:   "demo",
-		Short: "Move a running agent between two nodes on this machine and check it",
-		Long: `Start two nodes in this process on loopback (127.0.0.1, random ports) in
-temporary folders, create an agent with a small workspace on the first, let
-it work, move it to the second while it works, and verify the capsule and
-the journal on the new holder: every digest, every hash chain, and the
-built-in runner's counter against the steps it journaled (no step lost, none
-run twice). It needs no network beyond loopback and no account.
+		Short: "Fix a bug with an agent that switches models and moves between two nodes",
+		Long: `Start a model endpoint and two nodes in this process on loopback (127.0.0.1,
+random ports) in temporary folders. Create an agent on the first node with a
+small Go project whose test fails and the task of finding and fixing the bug
+with the workspace tools; show its transcript live; switch its model from
+OpenAI Chat Completions to Anthropic Messages in the middle of the task; move
+it to the second node in the middle of its tool loop, where it finishes.
+Then print the frozen window, the steps each node took, the requests per API
+and model, whether calc.go is fixed, and the verification of the capsule and
+journal on the new holder. It needs no account and no network beyond loopback.
 
-What is simulated: the agent's work. No model is called. The node's
-built-in runner stands in for one: each step it counts in counter.txt, logs
-to steps.log and journals a tool call and its result. The agent names a
-model (ollama/llama3.2) only so that the target renders the journal into the
-request that model would get, as every move's prepare does; that request is
-measured and thrown away, never sent. The move itself is real: two nodes,
-mutual TLS, the two-phase commit, every byte counted.`,
+What is simulated: the model. The endpoint is the simulator of provider/sim
+(docs/SIMULATOR.md): capsule-sim/planner is a deterministic program, not a
+language model. It calls the tools the newest user message names, in that
+order, with the key=value arguments written in it, and answers by quoting the
+results; it checks every request against the provider's rules and the
+reasoning signatures it issued. The demo holds each request 150 ms before it
+reaches the simulator so that a person can follow and the switch lands while
+a step is in flight, and holds the request in flight while the move runs, so
+that the freeze always cancels a model call (a real model would still be
+generating). Everything else is real: the agent loop, the
+provider clients, the tools on the workspace, two nodes with mutual TLS, the
+two-phase move. The demo does not run go test (it needs no Go toolchain): it
+reads calc.go on the new holder.`,
 		Example: `  capsule demo
   capsule demo --json
   go run ./cmd/capsule demo`,
@@ -59,16 +98,17 @@ mutual TLS, the two-phase commit, every byte counted.`,
 			if !keep {
 				defer os.RemoveAll(dir)
 			}
+			ctx, stop := interruptible(cmd)
+			defer stop()
 			out := cmd.OutOrStdout()
-			say := func(format string, a ...any) {
-				if !asJSON {
-					fmt.Fprintf(out, format+"\n", a...)
-				}
+			w := out
+			if asJSON {
+				w = io.Discard
 			}
-			res, err := runDemo(cmd.Context(), dir, say)
+			res, err := runDemo(ctx, dir, w)
 			if keep {
 				res.DataDir = dir
-				say("data kept in %s", dir)
+				fmt.Fprintf(w, "data kept in %s\n", dir)
 			}
 			if err != nil {
 				return err
@@ -81,7 +121,7 @@ mutual TLS, the two-phase commit, every byte counted.`,
 			if !res.Report.OK() {
 				return verifyError{errors.New("demo: the agent's capsule did not verify on the new holder")}
 			}
-			return nil
+			return res.check()
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
@@ -89,202 +129,198 @@ mutual TLS, the two-phase commit, every byte counted.`,
 	return c
 }
 
-func runDemo(ctx context.Context, dir string, say func(string, ...any)) (demoResult, error) {
-	var res demoResult
-	nodes, err := startDemoNodes(dir)
+// demoModels: the model the agent starts with and the one it is switched
+// to on the first node.
+var (
+	demoStart  = api.ModelRef{Provider: "openai", API: "chat", Model: sim.Planner}
+	demoSwitch = api.ModelRequest{Provider: "anthropic", API: "messages", Model: sim.Planner}
+)
+
+// demoRewatch is how often the demo opens the watch on the second node
+// again (see transcript.follow).
+const demoRewatch = 100 * time.Millisecond
+
+// demoRun is one run of the demo.
+type demoRun struct {
+	out   *console
+	ep    *demoEndpoint
+	nodes []*node.Node
+	names map[string]string // machine ID -> A or B
+	tr    *transcript
+	res   demoResult
+	id    string
+}
+
+func runDemo(ctx context.Context, dir string, w io.Writer) (demoResult, error) {
+	d := &demoRun{out: &console{w: w}, names: map[string]string{}}
+	ep, err := startDemoEndpoint()
 	if err != nil {
-		return res, err
+		return d.res, err
+	}
+	defer ep.Close()
+	d.ep = ep
+	if d.nodes, err = startDemoNodes(dir, ep.url); err != nil {
+		return d.res, err
 	}
 	defer func() {
-		for _, n := range nodes {
+		for _, n := range d.nodes {
 			_ = n.Close(context.Background())
 		}
 	}()
-	a, b := nodes[0], nodes[1]
-	say("Capsule demo: two nodes on loopback, one agent, one move.")
-	for i, n := range nodes {
+	d.tr = newTranscript(d.out, d.label)
+	err = d.run(ctx, filepath.Join(dir, "workspace"))
+	if err == nil {
+		err = d.tr.err
+	}
+	return d.res, err
+}
+
+func (d *demoRun) label(machine string) string {
+	if n, ok := d.names[machine]; ok {
+		return n
+	}
+	return short(machine)
+}
+
+func (d *demoRun) run(ctx context.Context, ws string) error {
+	d.intro(ctx)
+	if err := d.create(ctx, ws); err != nil {
+		return err
+	}
+	a, b := d.nodes[0], d.nodes[1]
+	stopA := d.tr.follow(ctx, a, "A", d.id, 0)
+	err := d.switchAndMove(ctx)
+	if err == nil {
+		_ = waitUntil(ctx, "A to say the agent moved", func() bool { _, _, moved := d.tr.counts(); return moved })
+	}
+	stopA()
+	if err != nil {
+		return err
+	}
+	stopB := d.tr.follow(ctx, b, "B", d.id, demoRewatch)
+	err = d.finishOnB(ctx)
+	stopB()
+	if err != nil {
+		return err
+	}
+	return d.conclude(ctx)
+}
+
+func (d *demoRun) intro(ctx context.Context) {
+	say := d.out.say
+	d.res.Simulator, d.res.DelayMS = d.ep.url, demoDelay.Milliseconds()
+	say("Capsule demo: one agent fixes a bug, switches models mid-task and moves between two nodes mid-tool-loop.")
+	say("Model endpoint: %s, a SIMULATOR (provider/sim, docs/SIMULATOR.md). capsule-sim/planner is a deterministic program, not a language model:", d.ep.url)
+	say("  it calls the tools the newest user message names, in that order, with the key=value arguments written there, and answers by quoting the results;")
+	say("  it speaks each provider's wire protocol, refuses any request that breaks the provider's rules and checks the reasoning signatures it issued.")
+	say("  The demo holds each request %d ms before the simulator sees it (the delay is the demo's, not the simulator's), so that you can follow along.", demoDelay.Milliseconds())
+	for i, n := range d.nodes {
 		info, _ := n.Info(ctx)
-		res.Nodes = append(res.Nodes, info)
-		say("  node %c  %s  listening on %s (mutual TLS, IDs pinned)", 'A'+i, info.ID, info.Listen)
+		name := string(rune('A' + i))
+		d.names[info.ID] = name
+		d.res.Nodes = append(d.res.Nodes, info)
+		say("Node %s  %s  listening on %s (mutual TLS, IDs pinned)", name, info.ID, info.Listen)
 	}
-	ws := filepath.Join(dir, "workspace")
+}
+
+func (d *demoRun) create(ctx context.Context, ws string) error {
 	if err := writeDemoWorkspace(ws); err != nil {
-		return res, err
+		return err
 	}
-	st, err := a.CreateAgent(ctx, api.CreateAgentRequest{Name: "demo", From: ws, Model: &demoModel})
+	d.res.Task = demoTask
+	st, err := d.nodes[0].CreateAgent(ctx, api.CreateAgentRequest{Name: "demo", From: ws, Model: &demoStart, Task: demoTask})
 	if err != nil {
-		return res, err
+		return err
 	}
-	res.Agent = st.ID
-	say("Created agent %s on A (epoch 1) from a 3-file workspace.", st.ID)
-	say("Its work is simulated: no model is called. The built-in runner counts in counter.txt, logs each step and journals it as a tool call and result. The agent names %s/%s as its model only so that B renders the journal for it while preparing.", demoModel.Provider, demoModel.Model)
-	if res.StepsBefore, err = waitDemoSteps(ctx, a, st.ID, 20); err != nil {
-		return res, err
+	d.id, d.res.Agent = st.ID, st.ID
+	d.out.say("Created agent %s on A from a Go project (calc.go, calc_test.go: TestAdd fails because Add subtracts), model %s/%s %s.",
+		st.ID, demoStart.Provider, demoStart.API, demoStart.Model)
+	d.out.say("Transcript (live, from the nodes' watch streams):")
+	return nil
+}
+
+// switchAndMove switches the model once the first tool result is in and
+// the next model request is in flight (so the switch lands between two
+// steps), then moves the agent to B once the second result is in and the
+// third model request is in flight, with tool calls still to make.
+func (d *demoRun) switchAndMove(ctx context.Context) error {
+	a, b := d.nodes[0], d.nodes[1]
+	if err := d.waitStep(ctx, 1, 2); err != nil {
+		return err
 	}
-	say("It has taken %d steps on A. Moving it to B while it works...", res.StepsBefore)
+	d.res.SwitchedAfter, _, _ = d.tr.counts()
+	d.out.say("-- demo: switching the model to %s/%s %s (Node.SetModel); the request in flight finishes on OpenAI, the next step goes to Anthropic --",
+		demoSwitch.Provider, demoSwitch.API, demoSwitch.Model)
+	if _, err := a.SetModel(ctx, d.id, demoSwitch); err != nil {
+		return err
+	}
+	d.out.say("-- demo: (Anthropic requires thinking to lead a turn's first assistant message; this turn began on OpenAI without it, so its Anthropic steps do not think) --")
+	if err := d.waitStep(ctx, 2, 3); err != nil {
+		return err
+	}
+	d.res.MovedAfter, _, _ = d.tr.counts()
+	d.out.say("-- demo: moving the agent to B (Node.Move) in the middle of its tool loop: a model request is in flight and edit_file is still to come;")
+	d.out.say("   the demo holds that request at the endpoint until the move ends, so the freeze always lands in the middle of the step --")
 	var phases phaseClock
-	res.Move, err = a.Move(ctx, st.ID, api.MoveRequest{To: string(b.ID())}, phases.observe)
+	release := d.ep.hold()
+	m, err := a.Move(ctx, d.id, api.MoveRequest{To: string(b.ID())}, phases.observe)
+	release()
+	d.res.Move, d.res.Phases = m, phases.end()
 	if err != nil {
-		return res, err
-	}
-	res.Phases = phases.end()
-	m := res.Move
-	say("Move %s: %s at epoch %d, %s sent in all (%d blobs, %d skipped as already there), %d pre-copy rounds.",
-		m.MoveID, m.Outcome, m.Epoch, humanBytes(m.BytesSent), m.BlobsSent, m.BlobsSkipped, m.PrecopyRounds)
-	printPhases(say, res.Phases)
-	say("Frozen window: %d ms (freeze on A to running on B), %s sent inside it, %d round trips while frozen; the rest was pre-copied while the agent ran.",
-		m.FrozenMS, humanBytes(m.WindowBytes), m.RoundTripsFrozen)
-	if r := m.Render; r != nil && r.Note == "" {
-		say("While preparing, B rendered the journal (%d events) into the body %s would be sent (%s wire format): %s, about %d tokens, in %.1f ms. It was measured to prove B can serve the next step, and not sent.",
-			r.Events, modelName(r.Model), r.RenderAPI, humanBytes(int64(r.Bytes)), r.Tokens, float64(r.Micros)/1000)
-	} else if r != nil {
-		say("B rendered nothing while preparing: %s.", r.Note)
+		return err
 	}
 	if m.Outcome != api.OutcomeCommitted {
-		return res, fmt.Errorf("demo: the move did not commit: %s", m.Reason)
+		return fmt.Errorf("demo: the move did not commit: %s", m.Reason)
 	}
-	if res.StepsAfter, err = waitDemoSteps(ctx, b, st.ID, 10); err != nil {
-		return res, err
-	}
-	sa, _ := a.Agent(ctx, st.ID)
-	say("A now says the agent is %s (successor %s); B has run it for %d steps.", sa.State, short(sa.Successor), res.StepsAfter)
-	if _, err := b.StopAgent(ctx, st.ID); err != nil {
-		return res, err
-	}
-	if res.Report, err = b.Report(st.ID, 1<<20); err != nil {
-		return res, err
-	}
-	res.Report.StepLogTail = handover(res.Report.StepLogTail)
-	printReport(say, res.Report)
-	return res, nil
+	d.out.say("-- demo: move %s committed at epoch %d; frozen %d ms; %d model call(s) in flight cancelled by the freeze, to be made again on B --",
+		m.MoveID, m.Epoch, m.FrozenMS, m.CancelledModelCalls)
+	return nil
 }
 
-// demoPhase is one phase of the move as the CLI saw it: how long it ran
-// and what was sent during it (not the running totals the progress events
-// carry).
-type demoPhase struct {
-	Phase        string `json:"phase"`
-	MS           int64  `json:"ms"`
-	Bytes        int64  `json:"bytes"`
-	BlobsSent    int    `json:"blobs_sent"`
-	BlobsSkipped int    `json:"blobs_skipped"`
+// waitStep waits until the transcript shows results tool results and the
+// endpoint has received requests model requests.
+func (d *demoRun) waitStep(ctx context.Context, results, requests int) error {
+	return waitUntil(ctx, fmt.Sprintf("tool result %d and model request %d", results, requests), func() bool {
+		r, _, _ := d.tr.counts()
+		got, _ := d.ep.counts()
+		return r >= results && got >= requests
+	})
 }
 
-// phaseClock turns the move's progress events into per-phase figures. An
-// event names the phase the move is in and the totals sent so far, so a
-// phase's figures are the totals when the next phase begins minus those
-// when it began, and its time runs between the two events' arrivals.
-type phaseClock struct {
-	phases []demoPhase
-	start  time.Time
-	at     api.MoveProgress // the totals when the current phase began
-	last   api.MoveProgress // the latest totals
-}
-
-func (c *phaseClock) observe(p api.MoveProgress) {
-	now := time.Now()
-	c.last = p
-	if len(c.phases) == 0 || c.phases[len(c.phases)-1].Phase != p.Phase {
-		c.close(now)
-		c.phases = append(c.phases, demoPhase{Phase: p.Phase})
-		c.start, c.at = now, p
+// finishOnB waits for the answer on B, then asks the agent, still on
+// Anthropic, to read the file again to check its fix: a turn that starts
+// on Anthropic, so it thinks and signs its thinking.
+func (d *demoRun) finishOnB(ctx context.Context) error {
+	b := d.nodes[1]
+	if err := d.waitAnswers(ctx, b, 1); err != nil {
+		return err
 	}
+	d.out.say("-- demo: on B, a new turn on %s/%s: thinking leads it, so the model thinks and signs; the simulator checks the signature when the thinking is replayed --",
+		demoSwitch.Provider, demoSwitch.API)
+	if _, err := b.Say(ctx, d.id, api.SayRequest{Text: demoCheck}); err != nil {
+		return err
+	}
+	return d.waitAnswers(ctx, b, 2)
 }
 
-// close fills in the current phase's figures at time now.
-func (c *phaseClock) close(now time.Time) {
-	if len(c.phases) == 0 {
-		return
-	}
-	ph := &c.phases[len(c.phases)-1]
-	ph.MS = now.Sub(c.start).Milliseconds()
-	ph.Bytes = c.last.BytesSent - c.at.BytesSent
-	ph.BlobsSent = c.last.BlobsSent - c.at.BlobsSent
-	ph.BlobsSkipped = c.last.BlobsSkipped - c.at.BlobsSkipped
-}
-
-// end closes the last phase and returns them all, without the final
-// "done" marker.
-func (c *phaseClock) end() []demoPhase {
-	c.close(time.Now())
-	out := c.phases
-	if n := len(out); n > 0 && out[n-1].Phase == api.PhaseDone {
-		out = out[:n-1]
-	}
-	if out == nil {
-		out = []demoPhase{}
-	}
-	return out
-}
-
-func printPhases(say func(string, ...any), phases []demoPhase) {
-	say("  %-9s %8s %10s %6s %8s", "phase", "time", "sent", "blobs", "skipped")
-	for _, p := range phases {
-		frozen := ""
-		if p.Phase != api.PhasePrecopy {
-			frozen = "  (agent frozen)"
+// waitAnswers waits until the transcript shows k answers and n reports
+// the agent idle.
+func (d *demoRun) waitAnswers(ctx context.Context, n *node.Node, k int) error {
+	return waitUntil(ctx, fmt.Sprintf("answer %d on %s", k, n.ID()), func() bool {
+		if _, answers, _ := d.tr.counts(); answers < k {
+			return false
 		}
-		say("  %-9s %5d ms %10s %6d %8d%s", p.Phase, p.MS, humanBytes(p.Bytes), p.BlobsSent, p.BlobsSkipped, frozen)
-	}
-	say("  (phase times run between the progress lines as this command received them, so the last phase includes the reply and the report; the frozen window below is what the nodes measured)")
+		st, err := n.Agent(ctx, d.id)
+		return err == nil && st.Activity == "idle"
+	})
 }
 
-func modelName(m *api.ModelRef) string {
-	if m == nil {
-		return "the agent's model"
-	}
-	return m.Provider + "/" + m.Model
-}
-
-func printReport(say func(string, ...any), r node.AgentReport) {
-	verdict := "verifies"
-	if !r.OK() {
-		verdict = "DOES NOT verify"
-	}
-	say("On B, the capsule %s: %d problems; journal of %d events with intact chains, epochs %v, written by %d machines.",
-		verdict, len(r.Problems), r.Events, r.Epochs, len(r.EventsByMachine))
-	for _, p := range r.Problems {
-		say("  problem: %s", p)
-	}
-	say("The counter file says %d and the journal holds %d counter results: no step lost, none run twice.", r.Counter, r.CounterResults)
-	say("The workspace's steps.log around the handover (step, node, epoch):")
-	for _, l := range r.StepLogTail {
-		say("  %s", l)
-	}
-}
-
-// handover keeps the steps.log lines around the change of epoch.
-func handover(lines []string) []string {
-	for i := 1; i < len(lines); i++ {
-		if epochOf(lines[i]) != epochOf(lines[i-1]) {
-			return lines[max(0, i-2):min(len(lines), i+2)]
-		}
-	}
-	return lines[max(0, len(lines)-4):]
-}
-
-func epochOf(line string) string {
-	_, e, _ := strings.Cut(line, "epoch=")
-	return e
-}
-
-func short(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
-}
-
-// demoModel is the model the demo agent is created for: the target of a
-// move renders the journal for it while preparing (nothing is sent to it).
-var demoModel = api.ModelRef{Provider: "ollama", API: "chat", Model: "llama3.2"}
-
-func startDemoNodes(dir string) ([]*node.Node, error) {
+func startDemoNodes(dir, endpoint string) ([]*node.Node, error) {
 	var nodes []*node.Node
 	for _, name := range []string{"a", "b"} {
 		n, err := node.New(node.Config{Dir: filepath.Join(dir, name), Listen: "127.0.0.1:0", Socket: "-",
 			StepInterval: 20 * time.Millisecond, RetryInterval: 50 * time.Millisecond, Commit: buildCommit(),
-			Runner: node.CounterRunner{}}) // the demo agent names a model only for the prepare render
+			ModelEndpoint: endpoint})
 		if err == nil {
 			err = n.Start()
 		}
@@ -308,36 +344,9 @@ func startDemoNodes(dir string) ([]*node.Node, error) {
 	return nodes, nil
 }
 
-func writeDemoWorkspace(ws string) error {
-	files := map[string]string{
-		"README.md":      "# demo workspace\nThe built-in runner counts in counter.txt and logs each step in steps.log.\n",
-		"notes/plan.md":  "1. count\n2. move\n3. keep counting\n",
-		"data/table.csv": strings.Repeat("id,value\n1,42\n", 2000),
-		"notes/.keep":    "",
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
 	}
-	for name, body := range files {
-		p := filepath.Join(ws, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func waitDemoSteps(ctx context.Context, n *node.Node, id string, k uint64) (uint64, error) {
-	deadline := time.Now().Add(8 * time.Second)
-	for time.Now().Before(deadline) {
-		st, err := n.Agent(ctx, id)
-		if err != nil {
-			return 0, err
-		}
-		if st.Steps >= k {
-			return st.Steps, nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return 0, fmt.Errorf("demo: agent %s took no %d steps on %s in time", id, k, n.ID())
+	return id
 }

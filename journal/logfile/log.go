@@ -501,6 +501,9 @@ func (l *Log) AppendAll(machine string, epoch uint64, wallTime string, kinds []j
 	if r.err != nil {
 		return nil, fmt.Errorf("append: %w", r.err)
 	}
+	if r.events == nil { // one event: the batch keeps it in r.event only
+		return []journal.Event{r.event}, nil
+	}
 	return r.events, nil
 }
 

@@ -368,3 +368,17 @@ func TestImportChecksChain(t *testing.T) {
 		})
 	}
 }
+
+// AppendAll of one event returns it, as it returns every event of a
+// longer unit: callers (the node's watch hook) show what it returns.
+func TestAppendAllOfOneReturnsIt(t *testing.T) {
+	mem := vfs.NewMem()
+	l := open(t, mem, 1)
+	got, err := l.AppendAll("m1", 1, "2026-01-01T00:00:00Z", []journal.Kind{journal.KindUser}, []any{user("hello")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(readJournal(t, mem), got); diff != "" {
+		t.Errorf("AppendAll returned (-journal +returned):\n%s", diff)
+	}
+}
