@@ -2,6 +2,8 @@ package render
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/fnv"
 	"reflect"
 
 	"github.com/agentcapsule/capsule/journal"
@@ -35,6 +37,12 @@ type Incremental struct {
 	last journal.Event // the previous call's last event
 	n    int           // events segmented
 	memo memo
+	// anon holds a fingerprint of each event segmented while some event
+	// had no ID (unsealed events, in tests): without IDs an event can
+	// repeat, and only the whole prefix tells an extension from a journal
+	// whose prefix changed. Sealed events have unique IDs, so there the
+	// previous last event, at its index, is enough.
+	anon []uint64
 }
 
 // memo is what an Incremental remembers of its previous plans.
@@ -53,6 +61,9 @@ func (c *Incremental) Plan(events []journal.Event, t Target) (*Plan, error) {
 	}
 	for i := c.n; i < len(events); i++ {
 		c.seg.add(events[i].Kind, events[i].Body)
+		if c.anon != nil || events[i].ID == "" {
+			c.fingerprint(events, i)
+		}
 	}
 	c.n = len(events)
 	if c.n > 0 {
@@ -72,13 +83,49 @@ func (c *Incremental) extends(events []journal.Event, t Target) bool {
 		return true
 	}
 	e := &events[c.n-1]
-	return e.ID == c.last.ID && e.Clock == c.last.Clock && e.Machine == c.last.Machine &&
-		e.Seq == c.last.Seq && e.Kind == c.last.Kind && bytes.Equal(e.Body, c.last.Body)
+	if !(e.ID == c.last.ID && e.Clock == c.last.Clock && e.Machine == c.last.Machine &&
+		e.Seq == c.last.Seq && e.Kind == c.last.Kind && bytes.Equal(e.Body, c.last.Body)) {
+		return false
+	}
+	if c.anon == nil {
+		return true
+	}
+	for i := 0; i < c.n; i++ {
+		if i >= len(c.anon) || fingerprint(&events[i]) != c.anon[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fingerprint records events[i]'s fingerprint, backfilling those before
+// it the first time an event without an ID shows up.
+func (c *Incremental) fingerprint(events []journal.Event, i int) {
+	for j := len(c.anon); j <= i; j++ {
+		c.anon = append(c.anon, fingerprint(&events[j]))
+	}
+}
+
+// fingerprint hashes what identifies an event without an ID.
+func fingerprint(e *journal.Event) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(e.ID))
+	h.Write([]byte{0})
+	h.Write([]byte(e.Machine))
+	h.Write([]byte{0})
+	h.Write([]byte(e.Kind))
+	h.Write([]byte{0})
+	var n [16]byte
+	binary.LittleEndian.PutUint64(n[:8], e.Seq)
+	binary.LittleEndian.PutUint64(n[8:], e.Clock)
+	h.Write(n[:])
+	h.Write(e.Body)
+	return h.Sum64()
 }
 
 // reset starts a new cache for target t.
 func (c *Incremental) reset(t Target, n int) {
-	c.t, c.n, c.last = cloneTarget(t), 0, journal.Event{}
+	c.t, c.n, c.last, c.anon = cloneTarget(t), 0, journal.Event{}, nil
 	c.seg = newSegmenter(n)
 	c.memo = memo{}
 }
