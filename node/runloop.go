@@ -158,10 +158,16 @@ func (rl *runLoop) status() (string, string) {
 
 // lockStepWithin takes a.stepMu, waiting at most d for the step in flight
 // (a tool) to end; it reports whether it took it.
+//
+// While it waits the runner yields at its next step boundary (stepWanted),
+// so a pre-copy round gets in between two tool steps instead of waiting
+// for a whole tool loop.
 func (a *tenant) lockStepWithin(d time.Duration) bool {
 	if a.stepMu.TryLock() {
 		return true
 	}
+	a.stepWanted.Add(1)
+	defer a.stepWanted.Add(-1)
 	deadline := a.n.clock.After(d)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
@@ -174,5 +180,13 @@ func (a *tenant) lockStepWithin(d time.Duration) bool {
 				return true
 			}
 		}
+	}
+}
+
+// yieldStep lets a waiting lockStepWithin take stepMu before the runner's
+// next step (it waits at most a little longer than the waiter's bound).
+func (a *tenant) yieldStep(rl *runLoop) {
+	for i := 0; a.stepWanted.Load() > 0 && !rl.halting() && i < 60000; i++ {
+		time.Sleep(time.Millisecond)
 	}
 }

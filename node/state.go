@@ -109,8 +109,9 @@ type tenant struct {
 
 	// stepMu is held for the whole of each runner step; taking it waits for
 	// a step boundary.
-	stepMu sync.Mutex
-	steps  atomic.Uint64
+	stepMu     sync.Mutex
+	stepWanted atomic.Int32 // lockStepWithin callers waiting: the runner yields to them
+	steps      atomic.Uint64
 }
 
 // peerUse counts the peer requests in flight for one agent, so that an

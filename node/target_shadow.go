@@ -201,6 +201,9 @@ func (a *tenant) keepShadow(fw *frozenWork) error {
 	if err := store.PruneCheckout(fsys, work, fw.snap, &b); err != nil {
 		return err
 	}
+	if err := a.casShadowBlobs(work, fw.snap); err != nil {
+		return err
+	}
 	if err := b.Flush(fsys); err != nil {
 		return err
 	}
@@ -210,5 +213,36 @@ func (a *tenant) keepShadow(fw *frozenWork) error {
 		return err
 	}
 	a.tgt.shadow = &shadowMem{state: st, snap: fw.snap}
+	return nil
+}
+
+// casShadowBlobs puts into the CAS store, from the kept workspace, every
+// blob the snapshot references that the store lacks: a file written after
+// the last pre-copy commit was sent from the workspace, so the capsule's
+// blob store that reclaim moved into the CAS store never held it, and a
+// later move back takes every blob of the shadow as present (§9.3 of
+// docs/PROTOCOL.md). Each is verified against its digest as it is
+// written; a mismatch fails the shadow (it is dropped, never trusted).
+func (a *tenant) casShadowBlobs(work string, snap *capsule.Snapshot) error {
+	cas := a.cas()
+	added := false
+	for _, e := range snap.Entries {
+		if e.Type != capsule.TypeFile || cas.Has(e.Blob) {
+			continue
+		}
+		f, err := a.n.fsys.Open(filepath.Join(work, filepath.FromSlash(e.Path)))
+		if err != nil {
+			return fmt.Errorf("shadow blob %s: %w", e.Path, err)
+		}
+		_, _, err = cas.Put(e.Blob, f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("shadow blob %s: %w", e.Path, err)
+		}
+		added = true
+	}
+	if added {
+		return cas.Sync()
+	}
 	return nil
 }

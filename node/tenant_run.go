@@ -276,6 +276,7 @@ func backoff(base time.Duration, n int) time.Duration {
 // agent loop when the journal names a language model and the counter
 // otherwise. It reports whether the agent loop took it.
 func (a *tenant) step(rl *runLoop, epoch, step uint64) (bool, error) {
+	a.yieldStep(rl)
 	a.stepMu.Lock()
 	defer a.stepMu.Unlock()
 	ctx, cancel := context.WithCancel(a.n.ctx)

@@ -18,6 +18,8 @@ package provider
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -179,4 +181,14 @@ func (e *Error) Refused() bool {
 // Retryable reports whether a status is worth another attempt.
 func Retryable(status int) bool {
 	return status == 408 || status == 429 || status >= 500
+}
+
+// CallID is the ID given to the index-th call (from 0) of a step when the
+// model sent none (Gemini and older Ollama servers send none): "call_" and
+// 24 hex digits of the SHA-256 of the step and index, so it is stable (a
+// repeated step gets the same IDs), unique per journal, and valid under
+// every API's call-ID syntax.
+func CallID(step string, index int) string {
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", step, index))
+	return "call_" + hex.EncodeToString(h[:12])
 }

@@ -31,8 +31,6 @@ package ollama
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -56,14 +54,8 @@ type Client struct {
 // New returns a client that sends its requests through hc.
 func New(hc *http.Client) *Client { return &Client{HTTP: hc} }
 
-// CallID is the ID given to the index-th call (from 0) of a step when
-// the server sent none: "call_" and 24 hex digits of the SHA-256 of the
-// step and index, so it is stable, unique per journal, and valid under
-// every API's call-ID syntax.
-func CallID(step string, index int) string {
-	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", step, index))
-	return "call_" + hex.EncodeToString(h[:12])
-}
+// CallID is provider.CallID: the ID of a call the model sent without one.
+func CallID(step string, index int) string { return provider.CallID(step, index) }
 
 // Call sends req.Body to /api/chat and parses the generation, retrying
 // as req.Retry allows.
