@@ -82,7 +82,7 @@ func runAgentChaos(t *testing.T, rounds int) {
 	for _, p := range workspaceProblems(events, workDir(c.procs[holder], agent)) {
 		t.Errorf("workspace: %s", p)
 	}
-	t.Logf("agent: %d model requests, %d tool results, %d answers; done in %v", len(log),
+	t.Logf("agent: %d model requests (%d cut by a kill while sent), %d tool results, %d answers; done in %v", len(log), tornCount(log),
 		countKind(events, journal.KindToolResult), countKind(events, journal.KindAssistant), time.Since(start).Round(time.Millisecond))
 }
 
