@@ -93,12 +93,7 @@ func runAgentChaos(t *testing.T, rounds int) {
 func (c *cluster) checkAgentLiveness(agent string, holder int) int {
 	c.t.Helper()
 	next := (holder + 1) % len(c.procs)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	res, err := c.move(ctx, c.procs[holder], agent, c.procs[next])
-	cancel()
-	if err != nil || res.Outcome != api.OutcomeCommitted {
-		c.t.Fatalf("final move %s -> %s without faults: %+v, %v\n%s", c.procs[holder].name, c.procs[next].name, res, err, c.describe(c.views(agent)))
-	}
+	c.finalMove(agent, holder, next)
 	if got := c.settle(agent); got != next {
 		c.t.Fatalf("after the final move the holder is %s, want %s", c.procs[got].name, c.procs[next].name)
 	}
@@ -116,6 +111,28 @@ func (c *cluster) checkAgentLiveness(agent string, holder int) int {
 	}
 	c.t.Logf("liveness: %s answered a task after the final move (%d -> %d events)", p.name, before[live], after[live])
 	return next
+}
+
+// finalMove moves the agent without faults; it must commit. A move that
+// does not is tried twice more, to tell in the failure whether it fails
+// every time.
+func (c *cluster) finalMove(agent string, from, to int) {
+	c.t.Helper()
+	var tries []string
+	for try := 0; try < 3; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		res, err := c.move(ctx, c.procs[from], agent, c.procs[to])
+		cancel()
+		if err == nil && res.Outcome == api.OutcomeCommitted {
+			if try > 0 {
+				c.t.Errorf("final move %s -> %s without faults did not commit at once:\n  %s", c.procs[from].name, c.procs[to].name, strings.Join(tries, "\n  "))
+			}
+			return
+		}
+		tries = append(tries, fmt.Sprintf("%s %s (%v)", res.Outcome, res.Reason, err))
+		c.settle(agent)
+	}
+	c.t.Fatalf("final move %s -> %s without faults, 3 tries:\n  %s\n%s", c.procs[from].name, c.procs[to].name, strings.Join(tries, "\n  "), c.describe(c.views(agent)))
 }
 
 // feeder gives the agent a new task whenever a node reports it running
