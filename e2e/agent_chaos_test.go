@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	flagWorkload    = flag.String("e2e.workload", "counter", "what TestChaosRing runs: counter (the built-in runner) or agent (an LLM agent on capsule model serve)")
+	flagWorkload = flag.String("e2e.workload", "counter", "what TestChaosRing runs: counter (the built-in runner) or agent (an LLM agent on capsule model serve)")
 	// The default stays under minAimedRounds: five rounds are too few for
 	// every aimed phase to be hit each run (TestChaosRing checks the aim).
 	flagAgentRounds = flag.Int("e2e.agent-rounds", 5, "moves with faults in TestChaosRingAgent (its default run is short; -e2e.workload=agent runs -e2e.rounds)")
