@@ -42,12 +42,23 @@ import (
 //     offer and activate, right after activate is sent), at least one in
 //     each, and most of them inside the move (checkAim).
 //
+// With -e2e.workload=agent it runs an LLM agent instead of the counter
+// (runAgentChaos, TestChaosRingAgent).
+//
 // The seed comes from -e2e.seed, else from $CAPSULE_E2E_SEED (.ci/run sets
 // one per run and prints it), else from the clock; it is printed with the
 // command that replays the schedule.
 func TestChaosRing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real node processes; skipped with -short")
+	}
+	switch *flagWorkload {
+	case "agent": // an LLM agent instead of the counter (agent_chaos_test.go)
+		runAgentChaos(t, *flagRounds)
+		return
+	case "counter":
+	default:
+		t.Fatalf("-e2e.workload=%q: want counter or agent", *flagWorkload)
 	}
 	seed := chaosSeed(t)
 	rounds := *flagRounds

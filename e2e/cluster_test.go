@@ -74,6 +74,9 @@ type cluster struct {
 	// test failed before it could (a liveness failure may hide a safety one).
 	agent           string
 	journalsChecked bool
+	// nodeArgs are more arguments of every `capsule node` start (e.g.
+	// --model-endpoint).
+	nodeArgs []string
 }
 
 // loopbackIPs returns n loopback addresses to listen on: 127.0.0.1, .2, ...
@@ -97,7 +100,10 @@ func loopbackIPs(t *testing.T, n int) []string {
 }
 
 // newCluster creates n nodes (keys, peers through proxies) and starts them.
-func newCluster(t *testing.T, n int) *cluster {
+func newCluster(t *testing.T, n int) *cluster { return newClusterArgs(t, n, nil) }
+
+// newClusterArgs is newCluster with more arguments for every node start.
+func newClusterArgs(t *testing.T, n int, nodeArgs []string) *cluster {
 	trackSources(t)
 	root := t.TempDir()
 	if *flagKeep {
@@ -107,7 +113,7 @@ func newCluster(t *testing.T, n int) *cluster {
 		}
 		t.Logf("data folders and logs kept in %s", root)
 	}
-	c := &cluster{t: t, root: root}
+	c := &cluster{t: t, root: root, nodeArgs: nodeArgs}
 	t.Cleanup(c.teardown)
 	for i, ip := range loopbackIPs(t, n) {
 		name := fmt.Sprintf("n%d", i+1)
@@ -183,7 +189,7 @@ func (c *cluster) startOnce(p *proc) error {
 		logf.Close()
 	}
 	np, err := nodeproc.Start(nodeproc.Config{Bin: capsuleBin, Data: p.dir, Listen: p.listen, ID: p.id, Log: p.log,
-		Args: []string{"--step-interval", stepInterval}, Wait: 15 * time.Second})
+		Args: append([]string{"--step-interval", stepInterval}, c.nodeArgs...), Wait: 15 * time.Second})
 	if err != nil {
 		return fmt.Errorf("%s: start: %w\n%s", p.name, err, tail(p.log, 20))
 	}

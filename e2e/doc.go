@@ -11,6 +11,14 @@
 //	go test ./e2e -v                              # a fresh seed
 //	go test ./e2e -run TestChaosRing -e2e.seed=42 # replay a schedule
 //	go test ./e2e -e2e.rounds=200 -timeout 30m    # a longer soak
+//	go test ./e2e -run TestChaosRing -e2e.workload=agent -e2e.rounds=100 -timeout 60m
+//	                                              # the soak with an LLM agent
+//
+// The agent tests (agent_*_test.go) run the agent loop of real nodes on
+// the embedded model endpoint, `capsule model serve`, through a proxy in
+// the test process that can hold a model call in flight, and kill or move
+// the agent mid-loop: TestAgentCrashAndMove, and TestChaosRingAgent (the
+// chaos ring with the agent instead of the counter, a few rounds).
 //
 // `go test -short` skips the process tests.
 package e2e
