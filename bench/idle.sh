@@ -8,6 +8,8 @@
 #   base     the node with 0 agents (the comparator: the node's own baseline)
 #   idle     N agent-loop agents, every one idle (status "activity")
 #   stopped  N counter agents created --stopped (no runner), if STOPPED=1
+#   idle-before  as idle, with the node built from BEFORE (a git revision)
+#            or BEFORE_BIN (a binary), when one is given: main's code
 # Once the agents are settled the script leaves the node alone (no API call)
 # and samples over WINDOW seconds its CPU time (/proc/PID/stat utime+stime)
 # and its RSS (/proc/PID/status VmRSS every second; VmHWM, the peak, at the
@@ -17,6 +19,7 @@
 #
 # Usage: bench/idle.sh   N=1000 ROUNDS=3 WINDOW=60 PAR=4 STOPPED=1
 #        BIN=path (a prebuilt capsule binary; default: build this tree)
+#        BEFORE=rev or BEFORE_BIN=path (the comparator's code; default none)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -45,6 +48,13 @@ bin="${BIN:-}"
 if [ -z "$bin" ]; then
   bin="$tmp/capsule"
   go build -o "$bin" ./cmd/capsule
+fi
+before_bin="${BEFORE_BIN:-}"
+if [ -z "$before_bin" ] && [ -n "${BEFORE:-}" ]; then
+  mkdir "$tmp/src"
+  git archive "$BEFORE" | tar -x -C "$tmp/src"
+  (cd "$tmp/src" && go build -o "$tmp/capsule-before" ./cmd/capsule)
+  before_bin="$tmp/capsule-before"
 fi
 tck="$(getconf CLK_TCK)"
 
@@ -84,9 +94,10 @@ status_kib() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
 
 # run KIND COUNT: writes "KIND count cpu% rss_mib hwm_mib fds" to $tmp/line.
 run() {
-  local kind="$1" count="$2" data="$tmp/data.$1" pid i t0 t1 got s
+  local kind="$1" count="$2" data="$tmp/data.$1" pid i t0 t1 got s nodebin="$bin"
+  [ "$kind" = idle-before ] && nodebin="$before_bin"
   rm -rf "$data"
-  "$bin" node --data "$data" --listen 127.0.0.1:0 --model-endpoint "$url" \
+  "$nodebin" node --data "$data" --listen 127.0.0.1:0 --model-endpoint "$url" \
     >"$tmp/node.out" 2>"$tmp/node.$kind.err" &
   pid="$!"
   pids+=("$pid")
@@ -120,9 +131,12 @@ $(ls /proc/"$pid"/fd | wc -l)"
   rm -rf "$data"
 }
 
+[ -z "$before_bin" ] || echo "before: ${BEFORE:-$before_bin}"
 echo "cpus: $(nproc)  load: $(cut -d' ' -f1-3 /proc/loadavg)  commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo +dirty)"
 echo "N=$n rounds=$rounds window=${window}s; columns: kind agents cpu%-of-one-core rss-MiB peak-rss-MiB fds"
-kinds="base idle"
+kinds="base"
+[ -n "$before_bin" ] && kinds="$kinds idle-before"
+kinds="$kinds idle"
 [ "$stopped" = 1 ] && kinds="$kinds stopped"
 for r in $(seq "$rounds"); do
   for k in $kinds; do
@@ -144,7 +158,7 @@ awk -v n="$n" '
   }
   END {
     for (k in cpu) {
-      printf "median %-7s cpu %.3f %% of one core, rss %.1f MiB, peak %.1f MiB", k, med(cpu[k]), med(rss[k]), med(hwm[k])
+      printf "median %-11s cpu %.3f %% of one core, rss %.1f MiB, peak %.1f MiB", k, med(cpu[k]), med(rss[k]), med(hwm[k])
       if (k != "base") printf ", %.1f KiB per agent over base", med(per[k])
       printf "\n"
     }
