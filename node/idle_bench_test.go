@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/provider/sim"
 )
 
@@ -20,7 +21,9 @@ import (
 // agents on the embedded model endpoint that answered their task and went
 // idle. The benchmark reports the live heap, goroutines and open files per
 // agent over the same node with none; bench/idle.sh measures a real node
-// process. IDLE_AGENTS=N sets N (default 200); IDLE_HEAP_PROFILE=FILE
+// process. IDLE_AGENTS=N sets N (default 200), IDLE_TURNS=T the turns
+// each agent answers before it idles (default 1, its task: what an idle
+// agent holds must not grow with the steps it took); IDLE_HEAP_PROFILE=FILE
 // writes the heap profile while the agents are idle:
 //
 //	IDLE_HEAP_PROFILE=heap.out go test ./node -run '^$' -bench IdleAgents -benchtime 1x -o node.test
@@ -29,18 +32,17 @@ import (
 var echo = &api.ModelRef{Provider: "openai", API: "chat", Model: sim.Echo}
 
 func BenchmarkIdleAgents(b *testing.B) {
-	count := 200
-	if s := os.Getenv("IDLE_AGENTS"); s != "" {
-		var err error
-		if count, err = strconv.Atoi(s); err != nil {
-			b.Fatalf("IDLE_AGENTS=%q: %v", s, err)
-		}
-	}
+	count, turns := envInt(b, "IDLE_AGENTS", 200), envInt(b, "IDLE_TURNS", 1)
 	hs := httptest.NewServer(sim.New(sim.Config{}))
 	b.Cleanup(hs.Close)
 	n := newNode(b, b.TempDir(), nodeOpts{agentLoop: true, endpoint: hs.URL})
 	before := usage()
-	createIdle(b, n, count)
+	ids := createIdle(b, n, count)
+	for range turns - 1 {
+		for _, id := range ids {
+			sayAndWait(b, n, id, "hi again")
+		}
+	}
 	after := usage()
 	for b.Loop() {
 		after = usage()
@@ -69,6 +71,18 @@ func writeHeapProfile(b *testing.B, path string) {
 	}
 }
 
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 1 {
+		b.Fatalf("%s=%q: want a positive number", name, s)
+	}
+	return v
+}
+
 // footprint is what the process holds at one moment.
 type footprint struct{ heap, goroutines, fds float64 }
 
@@ -83,7 +97,7 @@ func usage() footprint {
 
 // createIdle creates count agent-loop agents, a few at a time, and waits
 // until every one is idle.
-func createIdle(b *testing.B, n *Node, count int) {
+func createIdle(b *testing.B, n *Node, count int) []string {
 	b.Helper()
 	ids := make([]string, count)
 	var wg sync.WaitGroup
@@ -111,15 +125,36 @@ func createIdle(b *testing.B, n *Node, count int) {
 		b.Fatal(err)
 	}
 	for _, id := range ids {
-		waitIdle(b, n, id)
+		waitIdle(b, n, id, 0)
 	}
+	return ids
 }
 
-func waitIdle(b *testing.B, n *Node, id string) {
+// sayAndWait journals a user message, wakes the agent and waits until it
+// answered and is idle again.
+func sayAndWait(b *testing.B, n *Node, id, text string) {
+	b.Helper()
+	a, err := n.getTenant(id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	steps := a.steps.Load()
+	a.mu.Lock()
+	_, err = a.log.Append(journal.KindUser, a.holder.Holder(), n.wallTime(), journal.UserMessage{Text: text})
+	a.wake()
+	a.mu.Unlock()
+	if err != nil {
+		b.Fatal(err)
+	}
+	waitIdle(b, n, id, steps)
+}
+
+// waitIdle waits until the agent took more than steps steps and is idle.
+func waitIdle(b *testing.B, n *Node, id string, steps uint64) {
 	b.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if st, err := n.Agent(b.Context(), id); err == nil && st.Activity == activityIdle {
+		if st, err := n.Agent(b.Context(), id); err == nil && st.Activity == activityIdle && st.Steps > steps {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
