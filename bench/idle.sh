@@ -90,7 +90,7 @@ settled() {
 }
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-status_kib() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
+status_kib() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
 # run KIND COUNT: writes "KIND count cpu% rss_mib hwm_mib fds" to $tmp/line.
 run() {
