@@ -385,7 +385,7 @@ func (lr *lineReader) take(n int, torn bool) *batch {
 		lr.long = lr.long[1:]
 	}
 	rest := lr.buf[n:]
-	lr.buf = append(lr.newBuffer(max(batchSize+batchSize/4, 2*len(rest))), rest...)
+	lr.buf = append(lr.newBuffer(lr.size(max(batchSize+batchSize/4, 2*len(rest)), len(rest))), rest...)
 	lr.skipAt -= n
 	return b
 }
@@ -411,10 +411,22 @@ func (lr *lineReader) newBuffer(n int) []byte {
 	return make([]byte, 0, n)
 }
 
+// size is how large a buffer holding held bytes and the rest of the
+// stream needs to be, at most want: a reader that tells how much is left
+// (a bytes.Reader) gets a buffer just large enough, because events alias
+// their batch's buffer and a few lines decoded must not pin 256 KiB each
+// (the node decodes each step's new events so).
+func (lr *lineReader) size(want, held int) int {
+	if l, ok := lr.r.(interface{ Len() int }); ok {
+		return min(want, held+l.Len()+1)
+	}
+	return want
+}
+
 // fill reads more of the stream.
 func (lr *lineReader) fill() error {
-	if cap(lr.buf)-len(lr.buf) < batchSize/4 {
-		lr.buf = append(make([]byte, 0, 2*cap(lr.buf)+batchSize), lr.buf...)
+	if free := cap(lr.buf) - len(lr.buf); free < lr.size(batchSize/4, 0) {
+		lr.buf = append(make([]byte, 0, lr.size(2*cap(lr.buf)+batchSize, len(lr.buf))), lr.buf...)
 	}
 	n, err := lr.r.Read(lr.buf[len(lr.buf):cap(lr.buf)])
 	lr.buf = lr.buf[:len(lr.buf)+n]
