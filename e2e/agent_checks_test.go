@@ -84,7 +84,7 @@ func TestWorkspaceProblemsComparesTheFiles(t *testing.T) {
 func TestRefusedLeavesOutOnlyTornBodies(t *testing.T) {
 	log := []sim.Request{
 		{Seq: 1, Status: 200},
-		{Seq: 2, Status: 413, Violations: []sim.Violation{{Status: 413, Message: "capsule-sim: read request: unexpected EOF"}}},
+		{Seq: 2, Status: 400, Violations: []sim.Violation{{Status: 400, Message: "capsule-sim: read request: unexpected EOF"}}},
 		{Seq: 3, Status: 413, Violations: []sim.Violation{{Status: 413, Message: "capsule-sim: read request: http: request body too large"}}},
 		{Seq: 4, Status: 400, Violations: []sim.Violation{{Status: 400, Message: "tool_use ids were found without tool_result blocks"}}},
 		{Seq: 5, Status: 200, Violations: []sim.Violation{{Status: 400, Message: "x"}}},

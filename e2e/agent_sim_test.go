@@ -215,7 +215,7 @@ func simArg(name, value string) string {
 
 // torn reports whether the simulator could not read the request's body to
 // its end because the caller went away mid-request (the simulator answers
-// 413); a body too large is not torn.
+// 400; a body too large is 413, and is not torn).
 func torn(r sim.Request) bool {
 	if len(r.Violations) != 1 {
 		return false

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentcapsule/capsule/agent"
 	"io"
 	"os"
 	"path/filepath"
@@ -49,8 +50,11 @@ it dropped. --report says what it did and how many tokens it estimates.
 
 Providers: openai-chat (also OpenAI-compatible servers), openai-responses
 (stateless), anthropic, gemini (the REST body; the model goes in the URL),
-ollama (native /api/chat).`,
-		Example: `  capsule render ./agent --provider anthropic --model claude-sonnet-4-6
+ollama (native /api/chat). Without --provider and --model the target is
+the model the journal's newest model_change names, as the agent's next
+model step would render for it.`,
+		Example: `  capsule render ./agent                                  # for the journal's current model
+  capsule render ./agent --provider anthropic --model claude-sonnet-4-6
   capsule render ./agent --provider openai-chat --model gpt-4.1 --window 8000 --report
   capsule render ./agent --provider gemini --model gemini-3-pro --tools tools.json
   capsule render ./agent --provider openai-chat --producer deepseek --model deepseek-reasoner
@@ -62,8 +66,8 @@ parameters is the JSON Schema of the arguments.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runRender(cmd, args[0], f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.provider, "provider", "", "wire API: openai-chat, openai-responses, anthropic, gemini or ollama (required)")
-	fl.StringVar(&f.model, "model", "", "model name (required)")
+	fl.StringVar(&f.provider, "provider", "", "wire API: openai-chat, openai-responses, anthropic, gemini or ollama (default: the journal's current model)")
+	fl.StringVar(&f.model, "model", "", "model name (with --provider; default: the journal's current model)")
 	fl.StringVar(&f.producer, "producer", "", "provider name the journal records for this model, when not the API's default (e.g. deepseek)")
 	fl.IntVar(&f.window, "window", 0, "input token budget (default: the model's context window minus its maximum output)")
 	fl.StringVar(&f.tools, "tools", "", "JSON file with the tool set: an array of {name, description, parameters}")
@@ -74,6 +78,14 @@ parameters is the JSON Schema of the arguments.`,
 }
 
 func runRender(cmd *cobra.Command, path string, f renderFlags) error {
+	if f.provider == "" && f.model == "" && f.producer == "" {
+		mc, err := journalModel(path)
+		if err != nil {
+			return err
+		}
+		t := agent.TargetOf(mc)
+		f.provider, f.model, f.producer = string(t.API), t.Model, t.Provider
+	}
 	t, err := renderTarget(f)
 	if err != nil {
 		return usageError{err}
@@ -96,6 +108,44 @@ func runRender(cmd *cobra.Command, path string, f renderFlags) error {
 		return rep.WriteText(cmd.ErrOrStderr())
 	}
 	return nil
+}
+
+// journalModel returns the model the newest model_change of the journal
+// at path (a capsule folder or a .jsonl file) names: what the agent's next
+// model step would render for.
+func journalModel(path string) (journal.ModelChange, error) {
+	jpath := path
+	if !strings.HasSuffix(path, ".jsonl") {
+		if err := capsule.CheckReadable(vfs.OS{}, path); err != nil && !errors.Is(err, capsule.ErrNotCapsule) {
+			return journal.ModelChange{}, verifyError{err}
+		}
+		jpath = filepath.Join(path, "memory", "timeline_events.jsonl")
+	}
+	file, err := os.Open(jpath)
+	if err != nil {
+		return journal.ModelChange{}, err
+	}
+	defer file.Close()
+	var newest *journal.Event
+	err = journal.Each(file, func(e *journal.Event, _ journal.Pos) error {
+		if e.Kind == journal.KindModelChange && (newest == nil || journal.Compare(newest, e) < 0) {
+			c := *e
+			c.Body = append(json.RawMessage(nil), e.Body...)
+			newest = &c
+		}
+		return nil
+	})
+	if err != nil {
+		return journal.ModelChange{}, verifyError{fmt.Errorf("%s: %w", jpath, err)}
+	}
+	if newest == nil {
+		return journal.ModelChange{}, usageError{fmt.Errorf("%s names no model (no model_change event): give --provider and --model", jpath)}
+	}
+	var mc journal.ModelChange
+	if err := json.Unmarshal(newest.Body, &mc); err != nil {
+		return mc, verifyError{fmt.Errorf("%s: model_change %s: %w", jpath, newest.ID, err)}
+	}
+	return mc, nil
 }
 
 func renderTarget(f renderFlags) (render.Target, error) {

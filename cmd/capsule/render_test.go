@@ -100,3 +100,44 @@ func TestRenderCommandErrors(t *testing.T) {
 		t.Errorf("a journal that does not parse: exit %d, want %d", code, exitVerify)
 	}
 }
+
+// Without --provider and --model, render targets the journal's newest
+// model_change; a journal that names none is a usage error that says so.
+func TestRenderDefaultsToCurrentModel(t *testing.T) {
+	dir := renderCapsule(t)
+	_, errOut, code := capsuleCLI(t, "render", dir)
+	if code != exitUsage || !strings.Contains(errOut, "names no model") {
+		t.Fatalf("no model_change: exit %d: %s", code, errOut)
+	}
+	jpath := filepath.Join(dir, "memory", "timeline_events.jsonl")
+	data, err := os.ReadFile(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := journal.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := journal.NewWriter("m1", events...)
+	for _, mc := range []journal.ModelChange{
+		{Provider: "openai", API: "chat", Model: "gpt-4.1"},
+		{Provider: "anthropic", API: "messages", Model: "claude-sonnet-4-6"},
+	} {
+		e, err := w.Next(journal.KindModelChange, 1, "", mc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Observe(&e)
+		data = append(append(data, journal.Encode(e)...), '\n')
+	}
+	if err := os.WriteFile(jpath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := capsuleCLI(t, "render", dir, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, `"api":"anthropic"`) || !strings.Contains(out, `"model":"claude-sonnet-4-6"`) {
+		t.Fatalf("not rendered for the newest model_change: %s", out)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -192,7 +193,12 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, api render.API, 
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	req := Request{API: api, Path: r.URL.Path, Body: logBody(body)}
 	if err != nil {
-		s.refuse(w, req, Violation{Status: http.StatusRequestEntityTooLarge, Message: "capsule-sim: read request: " + err.Error()})
+		status := http.StatusBadRequest // a body cut off mid-read
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		s.refuse(w, req, Violation{Status: status, Message: "capsule-sim: read request: " + err.Error()})
 		return
 	}
 	var v map[string]any
