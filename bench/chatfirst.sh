@@ -87,10 +87,12 @@ chat_run() { # D ROUND
   setdelay "$1"
   read -r wrote first < <("$helper" chat -cap "$cap" -data "$tmp/data" -agent "$agent" -line "round $2 at $1")
   # The proxy's line for this turn: the newest model request.
-  read -r arrived fb < <(tail -1 "$tmp/proxy.log" | sed 's/.*"arrived":\([0-9]*\).*"firstbyte":\([0-9]*\).*/\1 \2/')
+  read -r arrived fb conn < <(tail -1 "$tmp/proxy.log" |
+    sed 's/.*"arrived":\([0-9]*\).*"firstbyte":\([0-9]*\).*"conn_req":\([0-9]*\).*/\1 \2 \3/')
+  [ "$conn" != 1 ] || echo "$1" >>"$tmp/dials"
   echo "$((first - wrote)) $((arrived - wrote)) $((fb - arrived)) $((first - fb))" >>"$tmp/chat-$1"
-  awk -v r="$2" -v d="$1" -v t="$((first - wrote))" -v a="$((arrived - wrote))" -v m="$((fb - arrived))" -v p="$((first - fb))" \
-    'BEGIN {printf "  round %d D=%-6s chat:     first token %7.2f ms (to call %6.2f, endpoint+D %7.2f, to print %6.2f)\n", r, d, t / 1e6, a / 1e6, m / 1e6, p / 1e6}'
+  awk -v r="$2" -v d="$1" -v t="$((first - wrote))" -v a="$((arrived - wrote))" -v m="$((fb - arrived))" -v p="$((first - fb))" -v c="$conn" \
+    'BEGIN {printf "  round %d D=%-6s chat:     first token %7.2f ms (to call %6.2f, endpoint+D %7.2f, to print %6.2f; request %d on its connection)\n", r, d, t / 1e6, a / 1e6, m / 1e6, p / 1e6, c}'
 }
 for r in $(seq "$runs"); do
   for d in $delays; do
@@ -113,3 +115,4 @@ for d in $delays; do
   awk -v d="$d" -v t="$ttfb" -v x="$text" -v c="$chat" -v a="$call" -v m="$mid" -v p="$prt" 'BEGIN {
     printf "%-7s %11.2f ms %13.2f ms %14.2f ms %7.3fx   %.2f / %.2f / %.2f ms\n", d, t / 1e6, x / 1e6, c / 1e6, c / t, a / 1e6, m / 1e6, p / 1e6 }'
 done
+echo "node -> endpoint: $(wc -l <"$tmp/dials" 2>/dev/null || echo 0) of $((runs * $(wc -w <<<"$delays"))) measured model calls opened a new connection (1 = the call was the first request on its connection)"

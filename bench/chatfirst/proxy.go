@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -21,7 +22,11 @@ type proxyLog struct {
 	Upstream  int64  `json:"upstream"`  // the endpoint's response headers arrived
 	FirstByte int64  `json:"firstbyte"` // the first byte was passed on, after the delay
 	DelayNS   int64  `json:"delay_ns"`
+	ConnReq   int64  `json:"conn_req"` // 1: the first request on its connection (a new dial)
 }
+
+// connKey marks a request's context with its connection's request count.
+type connKey struct{}
 
 func runProxy(args []string) error {
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
@@ -50,7 +55,10 @@ func runProxy(args []string) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	fmt.Printf("http://%s\n", ln.Addr())
-	return http.Serve(ln, p)
+	srv := &http.Server{Handler: p, ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, new(atomic.Int64))
+	}}
+	return srv.Serve(ln)
 }
 
 // proxy passes requests on to the endpoint; a POST's response waits for
@@ -77,6 +85,9 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e := proxyLog{Path: r.URL.Path, Arrived: time.Now().UnixNano(), DelayNS: p.delay.Load()}
+	if n, ok := r.Context().Value(connKey{}).(*atomic.Int64); ok {
+		e.ConnReq = n.Add(1)
+	}
 	dw := &delayWriter{ResponseWriter: w, until: time.Unix(0, e.Arrived).Add(time.Duration(e.DelayNS)), e: &e}
 	p.rp.ServeHTTP(dw, r)
 	p.mu.Lock()
