@@ -25,8 +25,11 @@
 # model request at the proxy ("to call": say, wake, render, connect), the
 # proxy's first byte out (D and the simulator), -> text on chat's stdout
 # ("to print": parse, delta, publish, watch, print).
-# Medians over rounds, the ratio chat / endpoint TTFB, and the node's peak
-# RSS (VmHWM) are printed.
+# Medians over rounds, the ratio chat / endpoint TTFB, the node's peak
+# RSS (VmHWM), and how many of the node's model calls dialled a new
+# connection to the endpoint (the proxy numbers requests per connection)
+# are printed. For a finer cut, strace -f -ttt the node and the chat
+# (bench/chatfirst chat -cap takes a wrapper script) during one turn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
