@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -89,4 +90,14 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// Drain reads what is left of a response body whose answer was read
+// whole (at most 64 KiB: the tail of a stream after its last event), so
+// that the transport can reuse the connection when the body is closed; a
+// body closed before its end makes the transport drop the connection.
+// Call it only after a complete answer: a stream cut short is closed as
+// it is.
+func Drain(body io.Reader) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
 }

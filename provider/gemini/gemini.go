@@ -117,5 +117,6 @@ func (c *Client) once(ctx context.Context, req *provider.Request) (*provider.Res
 	if err != nil {
 		return nil, err
 	}
+	provider.Drain(res.Body) // the connection goes back to the pool
 	return acc.response(req), nil
 }

@@ -112,5 +112,6 @@ func (c *Client) once(ctx context.Context, req *provider.Request, body []byte) (
 	if err := acc.read(res.Body, req.OnText); err != nil {
 		return nil, err
 	}
+	provider.Drain(res.Body) // the connection goes back to the pool
 	return acc.response(req), nil
 }

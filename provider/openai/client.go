@@ -139,6 +139,7 @@ func (c *Client) attempt(ctx context.Context, req *provider.Request, body []byte
 		}
 		return nil, err
 	}
+	provider.Drain(res.Body) // the connection goes back to the pool
 	return p.response()
 }
 

@@ -108,6 +108,9 @@ func (c *Client) parseStream(p *parser, res *http.Response) error {
 	}
 	for dec.Next() {
 		done, err := s.event(dec.Event())
+		if done && err == nil {
+			provider.Drain(res.Body) // before dec.Close: the connection goes back to the pool
+		}
 		if err != nil || done {
 			return err
 		}
