@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -163,4 +164,75 @@ func kinds(events []journal.Event) []journal.Kind {
 		out[i] = e.Kind
 	}
 	return out
+}
+
+// A discarded agent moves to a node that kept a copy of its old journal
+// (it held the agent before): the target takes the new journal, not the
+// old one, and runs it; the agent's node restarts with the new journal.
+func TestDiscardThenMoveToOldHolder(t *testing.T) {
+	dirs := []string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")}
+	c := &cluster{t: t, nodes: []*Node{newNode(t, dirs[0], nodeOpts{}), newNode(t, dirs[1], nodeOpts{})}}
+	c.link()
+	a, b := c.nodes[0], c.nodes[1]
+	ctx := context.Background()
+	id := createAgent(t, a, "")
+	for _, hop := range [][2]*Node{{a, b}, {b, a}} {
+		if res := move(t, hop[0], hop[1], id); res.Outcome != api.OutcomeCommitted {
+			t.Fatalf("move: %+v", res)
+		}
+	}
+	waitSteps(t, a, id, 3)
+	if _, err := a.StopAgent(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	makeEphemeral(t, a, id, 0, 0)
+	if _, err := a.DiscardAgent(ctx, id); err != nil {
+		t.Fatalf("discard: %v", err)
+	}
+	restartNode(t, c, 0, dirs[0], nodeOpts{})
+	a = c.nodes[0]
+	if _, err := a.StartAgent(ctx, id); err != nil {
+		t.Fatalf("start after restart: %v", err)
+	}
+	waitSteps(t, a, id, 2)
+	if res := move(t, a, b, id); res.Outcome != api.OutcomeCommitted {
+		t.Fatalf("move after discard: %+v", res)
+	}
+	waitSteps(t, b, id, 2)
+	if _, err := b.StopAgent(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	events, _, err := agentlog.Read(b.fsys, journalFile(b, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) < 2 || events[0].Kind != journal.KindEpoch || !strings.Contains(string(events[1].Body), "discarded: ") {
+		t.Errorf("B's journal after the move: %v, want the new journal", kinds(events))
+	}
+}
+
+// A discard keeps the model the agent last used, not its conversation: the
+// new journal repeats the last model_change and holds no user message.
+func TestDiscardKeepsModel(t *testing.T) {
+	n := newCluster(t, nodeOpts{}).nodes[0]
+	ctx := context.Background()
+	st, err := n.CreateAgent(ctx, api.CreateAgentRequest{Name: "m", Stopped: true, Model: &api.ModelRef{Provider: "ollama", Model: "first"}, Task: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.SetModel(ctx, st.ID, api.ModelRequest{Provider: "ollama", Model: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	makeEphemeral(t, n, st.ID, 0, 0)
+	if _, err := n.DiscardAgent(ctx, st.ID); err != nil {
+		t.Fatalf("discard: %v", err)
+	}
+	events, _, err := agentlog.Read(n.fsys, journalFile(n, st.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []journal.Kind{journal.KindEpoch, journal.KindModelChange, journal.KindResumed}
+	if got := kinds(events); !slices.Equal(got, want) || !strings.Contains(string(events[1].Body), `"second"`) {
+		t.Errorf("new journal: %v %s, want %v with model second", got, events[1].Body, want)
+	}
 }
