@@ -75,6 +75,10 @@ func (s refusingService) StartAgent(context.Context, string) (AgentStatus, error
 	s.reached("StartAgent")
 	return AgentStatus{}, nil
 }
+func (s refusingService) DiscardAgent(context.Context, string) (DiscardResult, error) {
+	s.reached("DiscardAgent")
+	return DiscardResult{}, nil
+}
 func (s refusingService) MoveStatus(context.Context, string) (MoveStatus, error) {
 	s.reached("MoveStatus")
 	return MoveStatus{}, nil
@@ -132,6 +136,7 @@ func TestHostileIDsRefused(t *testing.T) {
 			"agent":          {local.URL, "GET", "/v1/agents/" + e, ""},
 			"stop":           {local.URL, "POST", "/v1/agents/" + e + "/stop", ""},
 			"start":          {local.URL, "POST", "/v1/agents/" + e + "/start", ""},
+			"discard":        {local.URL, "POST", "/v1/agents/" + e + "/discard", ""},
 			"move status":    {local.URL, "GET", "/v1/agents/" + e + "/move", ""},
 			"resolve":        {local.URL, "POST", "/v1/agents/" + e + "/move/resolve", "{}"},
 			"move":           {local.URL, "POST", "/v1/agents/" + e + "/move", `{"to":"` + goodNode + `"}`},

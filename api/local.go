@@ -23,6 +23,7 @@ type LocalService interface {
 	// RemoveAgent removes a copy of an agent the node no longer holds, and
 	// its caches (`capsule agent rm`).
 	RemoveAgent(ctx context.Context, id string) error
+	Discarder
 	// Move moves agent id and reports progress until it ends. The move does
 	// not depend on ctx: a caller that goes away stops hearing about it, the
 	// move itself goes on.
@@ -81,6 +82,7 @@ func NewLocalHandler(svc LocalService) http.Handler {
 		replyDecoded(w, r, &req, func() (any, error) { return svc.CreateAgent(r.Context(), req) })
 	})
 	agentRoutes(mux, svc)
+	discardRoutes(mux, svc)
 	talkRoutes(mux, svc)
 	return cleanPaths(mux)
 }

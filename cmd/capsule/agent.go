@@ -29,7 +29,7 @@ at epoch 1 for this node; the node runs it with its built-in runner.`,
 	}
 	c.AddCommand(newAgentCreateCmd(), newAgentListCmd(), newAgentStatusCmd(),
 		newAgentLifecycleCmd("stop", "Stop an agent at a step boundary (it stays stopped across restarts)"),
-		newAgentLifecycleCmd("start", "Start an agent this node holds"), newAgentRmCmd(),
+		newAgentLifecycleCmd("start", "Start an agent this node holds"), newAgentRmCmd(), newAgentDiscardCmd(),
 		newAgentSayCmd(), newAgentModelCmd(), newAgentLogCmd(), newAgentChatCmd(), newAgentWaitCmd())
 	return c
 }

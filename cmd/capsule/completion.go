@@ -25,7 +25,7 @@ var providerAPIs = []string{"chat", "generateContent", "messages", "responses"}
 
 // agentArgVerbs take an agent ID as their first argument.
 var agentArgVerbs = map[string]bool{
-	"agent status": true, "agent stop": true, "agent start": true, "agent rm": true,
+	"agent status": true, "agent stop": true, "agent start": true, "agent rm": true, "agent discard": true,
 	"agent say": true, "agent model": true, "agent log": true, "agent chat": true, "agent wait": true,
 	"move": true, "move status": true, "move resolve": true,
 }

@@ -104,6 +104,7 @@ func exitCases(f exitFixture, scratch func() string) map[string]exitCase {
 		"agent stop":     {missing: append([]string{"agent", "stop", id}, noNode...), usage: []string{"agent", "stop"}},
 		"agent start":    {missing: append([]string{"agent", "start", id}, noNode...), usage: []string{"agent", "start"}},
 		"agent rm":       {missing: append([]string{"agent", "rm", id}, noNode...), usage: []string{"agent", "rm"}},
+		"agent discard":  {missing: append([]string{"agent", "discard", id}, noNode...), usage: []string{"agent", "discard"}},
 		"agent say":      {missing: append([]string{"agent", "say", id, "hi"}, noNode...), usage: []string{"agent", "say", id}},
 		"agent model":    {missing: append([]string{"agent", "model", id, "--provider", "ollama", "--model", "m"}, noNode...), usage: []string{"agent", "model", id}},
 		"agent log":      {missing: append([]string{"agent", "log", id}, noNode...), usage: []string{"agent", "log"}},

@@ -58,6 +58,7 @@ var exitDocs = map[string]exitDoc{
 	"agent stop":     {other: otherNode},
 	"agent start":    {other: otherNode},
 	"agent rm":       {other: otherNode},
+	"agent discard":  {other: "the discard was refused (each reason printed, naming its event), or the node does not hold the agent; " + otherNode},
 	"agent say":      {other: "the node does not hold the agent (it moved: the holder is named; or a move keeps it frozen); " + otherNode},
 	"agent model":    {other: "the node does not hold the agent (it moved: the holder is named; or a move keeps it frozen); " + otherNode},
 	"agent log":      {other: otherNode},
