@@ -177,3 +177,30 @@ func setSchema(t *testing.T, path, kind string, v int) {
 		t.Fatal(err)
 	}
 }
+
+// TestMoveIntoNotReadyNodeRollsBack: a move to a node whose canary failed
+// is refused at its offer, rolls back, and the agent runs on the source
+// again (PROTOCOL §7.3).
+func TestMoveIntoNotReadyNodeRollsBack(t *testing.T) {
+	a := newNode(t, filepath.Join(t.TempDir(), "a"), nodeOpts{})
+	canary, capDir := canaryFolder(t, "empty")
+	setSchema(t, filepath.Join(capDir, "manifest.json"), "journal", 99)
+	b, err := New(Config{Dir: filepath.Join(t.TempDir(), "b"), Listen: "127.0.0.1:0", Socket: "-", Canary: canary,
+		RetryInterval: 10 * time.Millisecond, RequestTimeout: 5 * time.Second, Retries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	(&cluster{t: t, nodes: []*Node{a, b}}).link()
+	id := createAgent(t, a, "")
+	if res := move(t, a, b, id); res.Outcome != api.OutcomeRolledBack || !strings.Contains(res.Reason, "not ready") {
+		t.Fatalf("move into a node that is not ready = %+v, want rolled back, naming why", res)
+	}
+	st, err := a.Agent(context.Background(), id)
+	if err != nil || st.State != api.StateRunning {
+		t.Fatalf("source agent after the rollback = %+v, %v; want running", st, err)
+	}
+}
