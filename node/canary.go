@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -104,11 +105,25 @@ func restoreFixture(fsys vfs.FS, c fixtures.Capsule, dir string) error {
 		}
 	}
 	for p, b := range c.Files {
-		if err := vfs.WriteFile(fsys, filepath.Join(dir, filepath.FromSlash(p)), b, 0o644); err != nil {
+		if err := writeScratch(fsys, filepath.Join(dir, filepath.FromSlash(p)), b); err != nil {
 			return fmt.Errorf("node: canary: %w", err)
 		}
 	}
 	return nil
+}
+
+// writeScratch writes a scratch file without syncing it: the pass reads it
+// back at once and removes it, so nothing needs it after a crash.
+func writeScratch(fsys vfs.FS, name string, b []byte) error {
+	f, err := fsys.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // readPath reads the capsule in dir as `capsule inspect`, `capsule verify`

@@ -204,3 +204,18 @@ func TestMoveIntoNotReadyNodeRollsBack(t *testing.T) {
 		t.Fatalf("source agent after the rollback = %+v, %v; want running", st, err)
 	}
 }
+
+// BenchmarkCanaryPass measures the start-up canary pass over the embedded
+// fixtures of a node that holds no agent (what it adds to every start).
+func BenchmarkCanaryPass(b *testing.B) {
+	n, err := New(Config{Dir: b.TempDir(), Socket: "-"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.Close(context.Background())
+	for b.Loop() {
+		if rd := n.canaryPass(); !rd.Ready {
+			b.Fatal(rd.Reason)
+		}
+	}
+}
