@@ -66,6 +66,9 @@ func (m *metrics) handler(ready func() bool, report func() *api.Readiness) http.
 		code := http.StatusOK
 		if !ready() {
 			code = http.StatusServiceUnavailable
+			if rd.Ready { // passed, and still resuming agents or already stopping
+				rd = &api.Readiness{Reason: "not serving", Checked: rd.Checked, Counts: rd.Counts}
+			}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)

@@ -245,11 +245,12 @@ func (n *Node) Start() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	rd := n.canaryPass()
-	n.applyReadiness(rd)
 	if !rd.Ready {
+		n.applyReadiness(rd)
 		return nil
 	}
 	n.recover()
+	n.applyReadiness(rd) // offers are accepted from here on
 	n.ready.Store(true)
 	return nil
 }
