@@ -12,6 +12,44 @@ type NodeInfo struct {
 	Listen  string `json:"listen"` // node-to-node (mTLS) address, host:port
 	Release string `json:"release"`
 	Agents  int    `json:"agents"`
+	// Readiness is the node's start-up canary pass and whether it is ready
+	// (nil from a node of an earlier release).
+	Readiness *Readiness `json:"readiness,omitempty"`
+}
+
+// Readiness reports a node's canary pass (FORMAT §11.10): every embedded
+// fixture and every capsule of the operator's canary folder read through
+// the full read path, and the schema versions of the capsules the node
+// holds. Until Ready the node resumes no agent and refuses incoming moves.
+type Readiness struct {
+	// Ready is true once the pass is done and every capsule passed.
+	Ready bool `json:"ready"`
+	// Reason says why the node is not ready ("" when it is).
+	Reason string `json:"reason,omitempty"`
+	// Checked lists each capsule the pass read, in order.
+	Checked []CanaryCheck `json:"checked"`
+	// Counts counts the capsules the node holds per (kind, version).
+	Counts []SchemaCount `json:"counts"`
+}
+
+// CanaryCheck is one capsule the canary pass read.
+type CanaryCheck struct {
+	// Source is "embedded" (a fixture built into the binary) or "canary"
+	// (a folder of the operator's --canary DIR).
+	Source string `json:"source"`
+	// Name is "<release>/<name>" for a fixture, the folder's path for a canary.
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	// Problem is the refusal or the first problems found, when not OK.
+	Problem string `json:"problem,omitempty"`
+}
+
+// SchemaCount is how many held capsules have one kind of state at one
+// schema version.
+type SchemaCount struct {
+	Kind     string `json:"kind"`
+	Version  int    `json:"version"`
+	Capsules int    `json:"capsules"`
 }
 
 // Peer is a trusted node: its ID pins its key and Addr is where it listens.

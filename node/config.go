@@ -34,6 +34,11 @@ type Config struct {
 	Listen string
 	// Socket is the local API's unix socket path; empty: DIR/node.sock; "-": none.
 	Socket string
+	// Canary is a folder of the operator's representative capsules (one
+	// capsule folder per entry, on the host), read through the full read
+	// path at start with the embedded fixtures before the node is ready
+	// (canary.go); empty: the embedded fixtures only.
+	Canary string
 	// MetricsAddr serves /metrics, /healthz and /readyz; empty: none.
 	MetricsAddr string
 	// Runner, if set, runs every agent (tests). Unset, an agent whose

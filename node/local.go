@@ -30,7 +30,7 @@ func (n *Node) Info(ctx context.Context) (api.NodeInfo, error) {
 		}
 		a.mu.Unlock()
 	}
-	return api.NodeInfo{ID: string(n.id), Listen: n.addr, Release: schema.Release, Agents: hosted}, nil
+	return api.NodeInfo{ID: string(n.id), Listen: n.addr, Release: schema.Release, Agents: hosted, Readiness: n.readiness.Load()}, nil
 }
 
 // Peers implements api.LocalService.

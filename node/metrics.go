@@ -1,7 +1,10 @@
 package node
 
 import (
+	"encoding/json"
 	"net/http"
+
+	"github.com/agentcapsule/capsule/api"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -47,18 +50,29 @@ func counter(name, help string) prometheus.Counter {
 	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 }
 
-// handler serves /metrics, /healthz (the process is up) and /readyz (the
-// node finished starting and serves peers).
-func (m *metrics) handler(ready func() bool) http.Handler {
+// handler serves /metrics, /healthz (the process is up) and /readyz: 200
+// once the node finished starting and its canary pass passed, else 503; the
+// body is the pass's report as JSON (api.Readiness), naming the capsule
+// that failed and why.
+func (m *metrics) handler(ready func() bool, report func() *api.Readiness) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if !ready() {
-			http.Error(w, "starting", http.StatusServiceUnavailable)
-			return
+		rd := report()
+		if rd == nil {
+			rd = &api.Readiness{Reason: "starting"}
 		}
-		_, _ = w.Write([]byte("ready\n"))
+		code := http.StatusOK
+		if !ready() {
+			code = http.StatusServiceUnavailable
+			if rd.Ready { // passed, and still resuming agents or already stopping
+				rd = &api.Readiness{Reason: "not serving", Checked: rd.Checked, Counts: rd.Counts}
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(rd)
 	})
 	return mux
 }

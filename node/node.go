@@ -215,9 +215,12 @@ func (n *Node) loadAgents() error {
 }
 
 // Start serves the peer API (Config.Listen), the local API (Config.Socket)
-// and metrics (Config.MetricsAddr), finishes interrupted moves, and starts
-// every agent this node holds that the operator wants running.
+// and metrics (Config.MetricsAddr), runs the canary pass (canary.go), and,
+// when it passes, finishes interrupted moves, starts every agent this node
+// holds that the operator wants running, and reports ready. A failed pass
+// is no error: the node serves, not ready, with every agent stopped.
 func (n *Node) Start() error {
+	n.readiness.Store(&api.Readiness{Reason: "starting: canary pass under way"})
 	if n.cfg.Listen != "" {
 		if err := n.listenPeers(); err != nil {
 			return err
@@ -234,14 +237,20 @@ func (n *Node) Start() error {
 			return fmt.Errorf("node: metrics: %w", err)
 		}
 		n.metricsAddr = ln.Addr().String()
-		if err := n.serveOn(ln, n.m.handler(n.ready.Load)); err != nil {
+		if err := n.serveOn(ln, n.m.handler(n.ready.Load, n.readiness.Load)); err != nil {
 			return err
 		}
 	}
 	if err := n.host.Update(n.hostRecord()); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	rd := n.canaryPass()
+	if !rd.Ready {
+		n.applyReadiness(rd)
+		return nil
+	}
 	n.recover()
+	n.applyReadiness(rd) // offers are accepted from here on
 	n.ready.Store(true)
 	return nil
 }

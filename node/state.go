@@ -48,6 +48,7 @@ type Node struct {
 	sockInfo    os.FileInfo   // the socket this node created, nil if none
 	servers     []*http.Server
 	ready       atomic.Bool
+	readiness   atomic.Pointer[api.Readiness] // the canary pass (canary.go); nil before Start
 	closed      atomic.Bool
 
 	ctx    context.Context

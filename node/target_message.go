@@ -29,6 +29,11 @@ func (n *Node) Message(ctx context.Context, from string, am api.Message) (api.Re
 	if am.Inventory != "" && am.Inventory != api.InventoryManifest {
 		return api.Replies{}, fmt.Errorf("%w: message: unknown inventory %q", api.ErrInvalid, am.Inventory)
 	}
+	if m.Type == transfer.MsgOffer {
+		if err := n.notReady(); err != nil {
+			return api.Replies{}, err
+		}
+	}
 	a, done := n.peerTenant(m.Agent)
 	reply, bases, err := a.handleWire(m, am.Inventory == api.InventoryManifest)
 	done(err != nil || refusedReply(reply))

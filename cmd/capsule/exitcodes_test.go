@@ -95,6 +95,7 @@ func exitCases(f exitFixture, scratch func() string) map[string]exitCase {
 		"node":           {usage: []string{"node", "extra"}},
 		"node wait":      {missing: []string{"node", "wait", "--data", nope(), "--timeout", "100ms"}, usage: []string{"node", "wait", "extra"}},
 		"node id":        {usage: []string{"node", "id", "extra"}},
+		"node status":    {missing: append([]string{"node", "status"}, noNode...), usage: []string{"node", "status", "extra"}},
 		"node peer add":  {missing: []string{"node", "peer", "add", peer, "127.0.0.1:1", "--data", nope()}, usage: []string{"node", "peer", "add", "not-a-node-id", "127.0.0.1:1", "--data", scratch()}},
 		"node peer list": {missing: []string{"node", "peer", "list", "--data", nope()}, usage: []string{"node", "peer", "list", "extra"}},
 		"node peer rm":   {missing: []string{"node", "peer", "rm", peer, "--data", nope()}, usage: []string{"node", "peer", "rm", "not-a-node-id", "--data", scratch()}},

@@ -49,6 +49,7 @@ var exitDocs = map[string]exitDoc{
 	"node":           {other: "the data folder is in use by another node, or any other error"},
 	"node wait":      {other: "no node answered before --timeout"},
 	"node id":        {other: otherFile},
+	"node status":    {verify: "the node is not ready: its canary pass failed (the reason is printed)", other: otherNode},
 	"node peer add":  {other: otherFile},
 	"node peer list": {other: otherFile},
 	"node peer rm":   {other: otherFile},

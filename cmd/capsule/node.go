@@ -73,7 +73,7 @@ func newNodeCmd() *cobra.Command {
 	var o struct {
 		data, listen, metrics, logFormat, secretStore string
 		step, toolWait                                time.Duration
-		modelEndpoint                                 string
+		modelEndpoint, canary                         string
 		endpoints                                     []string
 	}
 	c := &cobra.Command{
@@ -88,6 +88,14 @@ stdout with its ID, the address it listens on (the chosen port when you pass
 port 0) and its local socket, for scripts:
 
   {"node":"n...","listen":"127.0.0.1:40123","socket":"DATA/node.sock"}
+
+At start, before it resumes an agent or accepts an incoming move, it reads
+every capsule fixture built into the binary and every capsule folder of
+--canary DIR (on copies) as "capsule verify" and "capsule migrate --dry-run"
+do, and counts the capsules it holds per (kind, schema version). If one
+fails, the node stays not ready: /readyz answers 503 naming the capsule and
+the problem, its agents stay stopped (blocked, with the reason) and incoming
+moves are refused, until a restart passes. "capsule node status" shows it.
 
 The CLI talks to it through DATA/node.sock (mode 0600). SIGINT or SIGTERM
 freezes every running agent at a step boundary, commits its capsule and
@@ -129,7 +137,7 @@ and a move's target uses its own.`,
 			}
 			return runNode(cmd, node.Config{Dir: o.data, Listen: o.listen, MetricsAddr: o.metrics, Logger: logger,
 				StepInterval: o.step, Commit: buildCommit(), Endpoints: endpoints, ModelEndpoint: o.modelEndpoint, ToolWait: o.toolWait,
-				SecretStore: o.secretStore})
+				SecretStore: o.secretStore, Canary: o.canary})
 		},
 	}
 	dataFlag(c, &o.data)
@@ -141,7 +149,8 @@ and a move's target uses its own.`,
 	c.Flags().StringArrayVar(&o.endpoints, "endpoint", nil, "PROVIDER=URL: the base URL this node calls a provider at (repeatable)")
 	c.Flags().DurationVar(&o.toolWait, "tool-wait", 30*time.Second, "how long a move or a stop waits for a running tool before it is refused")
 	c.Flags().StringVar(&o.secretStore, "secret-store", "", `where agents' secrets are looked up: keyring, pass or file (default $CAPSULE_SECRET_STORE, else file if DATA/secrets.json exists, else keyring); then CAPSULE_SECRET_<NAME> (see "capsule secret --help")`)
-	c.AddCommand(newNodeIDCmd(), newNodeWaitCmd(), newPeerCmd())
+	c.Flags().StringVar(&o.canary, "canary", "", "a folder of representative capsules (one folder each) read through the full read path at start, with the fixtures built in, before the node is ready")
+	c.AddCommand(newNodeIDCmd(), newNodeWaitCmd(), newNodeStatusCmd(), newPeerCmd())
 	return c
 }
 
@@ -261,6 +270,67 @@ func waitNode(ctx context.Context, dir string, timeout time.Duration) (api.NodeI
 			return api.NodeInfo{}, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+func newNodeStatusCmd() *cobra.Command {
+	var data string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show the running node: its ID, agents, readiness and canary pass",
+		Long: `Show the node on --data: its ID, address, release and agent count, whether it
+is ready, the capsules its canary pass read at start (each ok, or the
+problem), and the capsules it holds per (kind, schema version). A node that
+is not ready exits 1 after printing.`,
+		Example: "  capsule node status --data ~/capsule-a\n  capsule node status --data ~/capsule-a --json | jq .readiness",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := localClient(data)
+			if err != nil {
+				return err
+			}
+			info, err := cl.Info(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				err = printJSON(cmd.OutOrStdout(), info)
+			} else {
+				printNodeStatus(cmd.OutOrStdout(), info)
+			}
+			if err == nil && info.Readiness != nil && !info.Readiness.Ready {
+				err = verifyError{fmt.Errorf("node status: not ready: %s", info.Readiness.Reason)}
+			}
+			return err
+		},
+	}
+	dataFlag(c, &data)
+	c.Flags().BoolVar(&asJSON, "json", false, "print the node's info as JSON")
+	return c
+}
+
+// printNodeStatus prints the node's info, readiness, canary checks and counts.
+func printNodeStatus(w io.Writer, info api.NodeInfo) {
+	fmt.Fprintf(w, "node %s (release %s) listen %s, %d agent(s)\n", info.ID, info.Release, info.Listen, info.Agents)
+	rd := info.Readiness
+	if rd == nil {
+		return
+	}
+	if rd.Ready {
+		fmt.Fprintln(w, "ready")
+	} else {
+		fmt.Fprintf(w, "not ready: %s\n", rd.Reason)
+	}
+	for _, c := range rd.Checked {
+		status := "ok"
+		if !c.OK {
+			status = c.Problem
+		}
+		fmt.Fprintf(w, "  canary %s %s: %s\n", c.Source, c.Name, status)
+	}
+	for _, sc := range rd.Counts {
+		fmt.Fprintf(w, "  %s v%d: %d capsule(s)\n", sc.Kind, sc.Version, sc.Capsules)
 	}
 }
 

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/node"
+)
+
+// TestNodeStatusNotReady: a node whose --canary folder holds a capsule of a
+// journal version this release does not read reports it in `capsule node
+// status`, as text and as JSON, and the command exits 1.
+func TestNodeStatusNotReady(t *testing.T) {
+	t.Setenv("CAPSULE_CONFIG_DIR", t.TempDir())
+	canary := t.TempDir()
+	capDir := filepath.Join(canary, "newer")
+	if _, errs, code := capsuleCLI(t, "init", capDir); code != 0 {
+		t.Fatal(errs)
+	}
+	setJournalVersion(t, filepath.Join(capDir, "manifest.json"), 99)
+	data := t.TempDir()
+	n, err := node.New(node.Config{Dir: data, Canary: canary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(context.Background())
+	out, _, code := capsuleCLI(t, "node", "status", "--data", data, "--json")
+	var info api.NodeInfo
+	if err := json.Unmarshal([]byte(out), &info); err != nil || code != 1 {
+		t.Fatalf("node status --json = %d %q (%v), want exit 1 and JSON", code, out, err)
+	}
+	if rd := info.Readiness; rd == nil || rd.Ready || !strings.Contains(rd.Reason, capDir) {
+		t.Fatalf("readiness %+v, want not ready naming %s", rd, capDir)
+	}
+	out, _, code = capsuleCLI(t, "node", "status", "--data", data)
+	if code != 1 || !strings.Contains(out, "not ready: canary canary "+capDir) || !strings.Contains(out, "canary embedded 0.2.0/conversation: ok") {
+		t.Errorf("node status = %d %q, want exit 1, the failed canary and the passed fixtures", code, out)
+	}
+}
+
+func setJournalVersion(t *testing.T, path string, v int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["schemas"].(map[string]any)["journal"] = v
+	b, _ = json.Marshal(m)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
