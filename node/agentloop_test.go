@@ -226,6 +226,7 @@ func TestPowerLossDuringToolAnswersInterrupted(t *testing.T) {
 
 	g2, tools2 := newGate(), newSlowTools()
 	n2 := newNode(t, dir, nodeOpts{fsys: mem, agentLoop: true, providers: g2.client, endpoint: "http://127.0.0.1:9", tools: tools2.open})
+	t.Cleanup(func() { close(tools2.release) }) // before n2 closes: a tool run again must not hang the test
 	waitChan(t, g2.calls, "the model call after the restart")
 	if tools2.runs != 0 {
 		t.Fatal("the interrupted tool ran again")
