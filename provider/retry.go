@@ -3,11 +3,15 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentcapsule/capsule/render"
 )
 
 // Do runs try until it succeeds, fails for good, or the retries r allows
@@ -100,4 +104,28 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 // it is.
 func Drain(body io.Reader) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+}
+
+// TransportError is the *Error of a request that got no answer: the
+// operation's own failure, without the URL net/http's error repeats.
+func TransportError(providerName string, api render.API, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return &Error{Provider: providerName, API: api, Err: err}
+}
+
+// Finish is the error a client's Call returns after Do: the context's
+// error when the call was cancelled or timed out (prefixed with the
+// client's name), else err with the number of attempts made.
+func Finish(ctx context.Context, client string, err error, attempts int) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: call: %w", client, ctx.Err())
+	}
+	var pe *Error
+	if errors.As(err, &pe) {
+		pe.Attempts = attempts
+	}
+	return err
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"google.golang.org/genai"
@@ -40,27 +38,10 @@ func statusError(res *http.Response) error {
 	return pe
 }
 
-// transportError is a request that got no answer. The URL holds no key,
-// but the error is unwrapped from url.Error all the same, so only the
-// operation's own failure is kept.
-func transportError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return &provider.Error{Provider: "google", API: render.Gemini, Err: err}
-}
+// transportError is a request that got no answer (provider.TransportError).
+func transportError(err error) error { return provider.TransportError("google", render.Gemini, err) }
 
-// finish is the error Call returns: the context's error when the call
-// was cancelled or timed out, else the provider error with the number of
-// attempts made.
+// finish is the error Call returns (provider.Finish).
 func finish(ctx context.Context, err error, attempts int) error {
-	if ctx.Err() != nil {
-		return fmt.Errorf("gemini: call: %w", ctx.Err())
-	}
-	var pe *provider.Error
-	if errors.As(err, &pe) {
-		pe.Attempts = attempts
-	}
-	return err
+	return provider.Finish(ctx, "gemini", err, attempts)
 }
