@@ -62,3 +62,18 @@ func setJournalVersion(t *testing.T, path string, v int) {
 		t.Fatal(err)
 	}
 }
+
+// A model timeout of zero or less is a usage error before the node
+// starts (the config would otherwise replace it with the default).
+func TestNodeModelTimeoutMustBePositive(t *testing.T) {
+	for _, v := range []string{"0s", "-1m"} {
+		data := t.TempDir()
+		_, errs, code := capsuleCLI(t, "node", "--data", data, "--listen", "127.0.0.1:0", "--model-timeout", v)
+		if code != exitUsage || !strings.Contains(errs, "--model-timeout") {
+			t.Errorf("--model-timeout %s: exit %d %q, want %d naming the flag", v, code, errs, exitUsage)
+		}
+		if _, err := os.Stat(filepath.Join(data, "node.key")); err == nil {
+			t.Errorf("--model-timeout %s: the node started and wrote its key", v)
+		}
+	}
+}
