@@ -77,3 +77,20 @@ func TestNodeModelTimeoutMustBePositive(t *testing.T) {
 		}
 	}
 }
+
+// agent create --spec checks the file before asking the node: a missing
+// or invalid file is a usage error naming the file and the problem.
+func TestAgentCreateSpecIsChecked(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "spec.json")
+	if err := os.WriteFile(bad, []byte(`{"version":2,"sandbox":{"mode":"maybe"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing.json")
+	// A missing file is an I/O error, as for every verb.
+	for f, want := range map[string]int{bad: exitUsage, missing: exitInternal} {
+		_, errs, code := capsuleCLI(t, "agent", "create", "--spec", f, "--data", t.TempDir())
+		if code != want || !strings.Contains(errs, "--spec") {
+			t.Errorf("--spec %s: exit %d %q, want %d naming the flag", f, code, errs, want)
+		}
+	}
+}
