@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/mcp"
@@ -103,9 +104,19 @@ func start(t *testing.T, cfg mcp.Config) (*mcp.Set, *launches) {
 	return s, l
 }
 
-// alive reports whether pid is a process that has not died (a zombie
-// nobody reaped yet has died).
+// alive reports whether pid is still a live process after giving a
+// SIGKILL already sent up to 5 s to take effect (the kernel ends a killed
+// process asynchronously).
 func alive(pid int) bool {
+	for i := 0; i < 500 && running(pid); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return running(pid)
+}
+
+// running reports whether pid is a process that has not died (a zombie
+// nobody reaped yet has died).
+func running(pid int) bool {
 	if err := syscall.Kill(pid, 0); err != nil {
 		return false
 	}

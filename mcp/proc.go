@@ -102,9 +102,12 @@ func ownGroup(cmd *exec.Cmd) {
 // pid is the process's ID, which is also its process group's.
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
-// signalGroup sends sig to the process's whole group.
+// signalGroup sends sig to the process's whole group, or to the process
+// alone when it leads none (a Launcher's command that joined another).
 func (p *proc) signalGroup(sig syscall.Signal) {
-	syscall.Kill(-p.pid(), sig)
+	if syscall.Kill(-p.pid(), sig) != nil {
+		p.cmd.Process.Signal(sig)
+	}
 }
 
 // waitExit waits at most d for the process to exit and reports whether it did.

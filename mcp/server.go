@@ -223,10 +223,10 @@ func (s *server) call(ctx context.Context, t tool, args json.RawMessage) Result 
 	case cctx.Err() != nil:
 		s.drop(sess, p)
 		return failf("the MCP server %s did not answer the call of %s within %s; it was stopped and starts again for the next call; %s", s.spec.Name, name, s.cfg.CallTimeout, unknown)
-	case p != nil && p.waitExit(time.Second):
+	case broken(err) && p != nil && p.waitExit(time.Second):
 		s.drop(sess, p)
 		return failf("the MCP server %s crashed during the call of %s: the process %s; it starts again for the next call; %s", s.spec.Name, name, p.describe(), unknown)
-	case broken(err):
+	case broken(err) || p != nil && p.dead():
 		s.drop(sess, p)
 		return failf("the connection to the MCP server %s broke during the call of %s (%v); it starts again for the next call; %s", s.spec.Name, name, err, unknown)
 	}
