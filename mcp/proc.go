@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 )
 
 // Launcher makes the command that starts a stdio server: argv is the
@@ -206,13 +207,16 @@ func (t *tail) Write(p []byte) (int, error) {
 // last returns the last non-empty line, without the secrets' values.
 func (t *tail) last() string {
 	t.mu.Lock()
-	s := strings.TrimSpace(string(t.b))
+	s := t.scrub(strings.TrimSpace(string(t.b))) // before any cut, which could split a value
 	t.mu.Unlock()
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		s = s[i+1:]
 	}
 	if len(s) > 200 {
 		s = s[len(s)-200:]
+		for len(s) > 0 && !utf8.RuneStart(s[0]) {
+			s = s[1:]
+		}
 	}
-	return t.scrub(s)
+	return s
 }

@@ -121,8 +121,16 @@ func TestSecretsAtStart(t *testing.T) {
 	if got := s.Call(t.Context(), "c.echo", json.RawMessage(`{"text":"env"}`)); got.Content != "tok-3141592653" {
 		t.Fatalf("the server saw API_TOKEN=%q", got.Content)
 	}
+	// A server that prints the secret and dies: the error shows its
+	// stderr without the value.
+	leak := envspec.Tool{Name: "leak", Transport: "stdio", Command: "/bin/sh", Args: []string{"-c", `echo "token=$API_TOKEN" >&2; exit 1`},
+		Secrets: []string{"API_TOKEN"}, Effect: envspec.EffectExternal, Approval: envspec.ApprovalRequired}
+	_, err := mcp.Start(t.Context(), mcp.Config{Servers: []envspec.Tool{leak}, Secret: secret})
+	if err == nil || strings.Contains(err.Error(), "tok-3141592653") || !strings.Contains(err.Error(), "token=[secret API_TOKEN]") {
+		t.Fatalf("start of a server that prints its secret: %v", err)
+	}
 	delete(vault, "API_TOKEN")
-	_, err := mcp.Start(t.Context(), mcp.Config{Servers: []envspec.Tool{sv}, Secret: secret})
+	_, err = mcp.Start(t.Context(), mcp.Config{Servers: []envspec.Tool{sv}, Secret: secret})
 	if err == nil || !strings.Contains(err.Error(), "secret API_TOKEN is not available") {
 		t.Fatalf("start without the secret: %v", err)
 	}

@@ -1,5 +1,6 @@
 // Command counter is an MCP server for mcp's tests: its tool bump appends
-// a line to the file named by $COUNTER_FILE (an effect outside the
+// a line to the file named by $COUNTER_FILE, or by its first argument
+// when it has one (an effect outside the
 // workspace that crash tests count) and echo returns its text. It lists
 // one tool per page, so a client must paginate to see both.
 package main
@@ -36,6 +37,9 @@ func main() {
 
 func bump(_ context.Context, _ *mcp.CallToolRequest, in bumpIn) (*mcp.CallToolResult, any, error) {
 	path := os.Getenv("COUNTER_FILE")
+	if len(os.Args) > 1 {
+		path = os.Args[1]
+	}
 	if path == "" {
 		return nil, nil, fmt.Errorf("COUNTER_FILE is not set")
 	}
