@@ -42,6 +42,7 @@ type proc struct {
 	cancel context.CancelFunc
 	exited chan struct{} // closed once Wait returned
 	err    error         // what Wait returned, set before exited closes
+	ended  sync.Once     // a stop or a kill, whichever comes first
 }
 
 // startProc starts argv through launch with pipes for stdin and stdout
@@ -128,26 +129,23 @@ func (p *proc) waitExit(d time.Duration) bool {
 // whole process group; and SIGKILL to the group once the leader is gone,
 // so no process it started stays behind. It returns when the process was
 // reaped.
-func (p *proc) stop(bound time.Duration) {
-	p.stdin.Close()
-	if !p.waitExit(bound) {
-		p.signalGroup(syscall.SIGTERM)
-		if !p.waitExit(bound) {
-			p.kill()
-			return
-		}
-	}
-	p.signalGroup(syscall.SIGKILL)
-	p.finish()
-}
+func (p *proc) stop(bound time.Duration) { p.ended.Do(func() { p.end(bound) }) }
 
-// kill ends the process and its group at once and reaps it.
-func (p *proc) kill() {
-	p.signalGroup(syscall.SIGKILL)
+func (p *proc) end(bound time.Duration) {
+	p.stdin.Close()
+	if bound > 0 && !p.waitExit(bound) {
+		p.signalGroup(syscall.SIGTERM)
+		p.waitExit(bound)
+	}
+	p.signalGroup(syscall.SIGKILL) // the leader, if it is still there, and what it left
 	<-p.exited
 	p.signalGroup(syscall.SIGKILL)
 	p.finish()
 }
+
+// kill ends the process and its group at once and reaps it; after a stop
+// or a kill it does nothing.
+func (p *proc) kill() { p.ended.Do(func() { p.end(0) }) }
 
 func (p *proc) finish() {
 	p.cancel()
