@@ -9,7 +9,9 @@
 # Each round runs mcp's BenchmarkCall (counter.echo round trips on one
 # running stdio server, CALLS of them) and BenchmarkStart (launch,
 # initialize, list two pages, close; STARTS of them) twice, in an order
-# that alternates round by round: "plain" starts the server with mcp.Exec,
+# that alternates round by round, and for calls also BenchmarkCallSDK (the
+# same round trip with the SDK's own CommandTransport client and no Set:
+# what mcp adds): "plain" starts the server with mcp.Exec,
 # "sandboxed" with mcp.Exec of WRAP followed by the server's argv
 # ($MCP_BENCH_WRAP; default: bubblewrap with every namespace unshared, the
 # root read-only, a private /dev and /proc). Once the node's sandbox
@@ -47,10 +49,11 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 
 for bench in Call Start; do
   n="$calls"; [ "$bench" = Start ] && n="$starts"
-  : >"$tmp/plain" && : >"$tmp/sandboxed"
+  : >"$tmp/plain" && : >"$tmp/sandboxed" && : >"$tmp/sdk"
   for r in $(seq "$runs"); do
     order="plain sandboxed"; [ $((r % 2)) -eq 0 ] && order="sandboxed plain"
     for v in $order; do one "$v" "$bench" "$n" >>"$tmp/$v"; done
+    if [ "$bench" = Call ]; then one plain CallSDK "$n" >>"$tmp/sdk"; fi
   done
   p="$(cut -d' ' -f1 "$tmp/plain" | median)"
   s="$(cut -d' ' -f1 "$tmp/sandboxed" | median)"
@@ -59,4 +62,10 @@ for bench in Call Start; do
   awk -v b="$bench" -v p="$p" -v s="$s" -v pr="$prss" -v sr="$srss" -v runs="$runs" 'BEGIN {
     printf "%-5s plain %.3f ms  sandboxed %.3f ms  adds %.3f ms  ratio %.2f  (median of %d; peak RSS %d / %d KiB)\n",
       b, p/1e6, s/1e6, (s-p)/1e6, s/p, runs, pr, sr }'
+  if [ "$bench" = Call ]; then
+    k="$(cut -d' ' -f1 "$tmp/sdk" | median)"
+    krss="$(cut -d' ' -f2 "$tmp/sdk" | median)"
+    awk -v p="$p" -v k="$k" -v kr="$krss" -v runs="$runs" 'BEGIN {
+      printf "Call  sdk client alone %.3f ms  mcp.Set / sdk %.2f  (median of %d; peak RSS %d KiB)\n", k/1e6, p/k, runs, kr }'
+  fi
 done

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/mcp"
 )
@@ -54,5 +56,25 @@ func BenchmarkStart(b *testing.B) {
 			b.Fatal(err)
 		}
 		s.Close()
+	}
+}
+
+// BenchmarkCallSDK is BenchmarkCall's comparator: the same round trip
+// with the SDK's own stdio client (mcp.CommandTransport), no Set around it.
+func BenchmarkCallSDK(b *testing.B) {
+	cmd, err := benchLaunch()(b.Context(), []string{binary(b, "counter")}, nil, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "v1"}, nil).Connect(b.Context(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	params := &sdk.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"text":"ping"}`)}
+	for b.Loop() {
+		if r, err := cs.CallTool(b.Context(), params); err != nil || r.IsError {
+			b.Fatalf("call: %v %+v", err, r)
+		}
 	}
 }

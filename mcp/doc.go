@@ -8,6 +8,6 @@
 // server that died for the next call (a call is never retried), and stops
 // every process it started, its process group included.
 //
-// It uses github.com/modelcontextprotocol/go-sdk. The node and its tests
-// import it; it imports neither.
+// It uses github.com/modelcontextprotocol/go-sdk and imports nothing of
+// the node or the agent loop; the node imports it.
 package mcp
