@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentcapsule/capsule/envspec"
@@ -226,15 +227,22 @@ func (s *server) call(ctx context.Context, t tool, args json.RawMessage) Result 
 	case broken(err) && p != nil && p.waitExit(time.Second):
 		s.drop(sess, p)
 		return failf("the MCP server %s crashed during the call of %s: the process %s; it starts again for the next call; %s", s.spec.Name, name, p.describe(), unknown)
-	case broken(err) || p != nil && p.dead():
-		s.drop(sess, p)
-		return failf("the connection to the MCP server %s broke during the call of %s (%v); it starts again for the next call; %s", s.spec.Name, name, err, unknown)
+	case answered(err):
+		return failf("the MCP server %s refused the call of %s: %v", s.spec.Name, name, err)
 	}
-	return failf("the MCP server %s refused the call of %s: %v", s.spec.Name, name, err)
+	s.drop(sess, p)
+	return failf("the connection to the MCP server %s broke during the call of %s (%v); it starts again for the next call; %s", s.spec.Name, name, err, unknown)
 }
 
-// broken reports whether err says the session is gone (rather than the
-// server answering with an error).
+// broken reports whether err says the session is gone.
 func broken(err error) bool {
 	return errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// answered reports whether err is the server's own JSON-RPC error answer
+// (an unknown tool, arguments it refuses): the session is sound. Any other
+// error leaves the session in doubt, so it is started again.
+func answered(err error) bool {
+	var we *jsonrpc.Error
+	return errors.As(err, &we) && !broken(err)
 }
