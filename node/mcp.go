@@ -29,6 +29,10 @@ import (
 // processes in their own process group.
 func (n *Node) mcpLaunch() mcp.Launcher { return mcp.Exec }
 
+// mcpPath is the PATH a stdio server gets unless the spec sets one: the
+// system's directories only (the node's own PATH may name the operator's).
+const mcpPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 // startMCP starts the MCP servers the spec of the capsule at dir declares,
 // working in the workspace ws; it returns nil when there are none.
 func (a *tenant) startMCP(ctx context.Context, dir, ws string) (*mcp.Set, error) {
@@ -43,9 +47,13 @@ func (a *tenant) startMCP(ctx context.Context, dir, ws string) (*mcp.Set, error)
 	if len(spec.Tools) == 0 {
 		return nil, nil
 	}
+	env := map[string]string{"PATH": mcpPath}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
 	return mcp.Start(ctx, mcp.Config{
 		Servers: spec.Tools,
-		Env:     spec.Env,
+		Env:     env,
 		Dir:     filepath.Join(ws, filepath.FromSlash(spec.Workdir)),
 		Launch:  a.n.mcpLaunch(),
 		Secret:  a.n.secrets.Lookup,
