@@ -55,7 +55,8 @@ const workingMemory = "working_memory.md"
 
 // openWorkspaceTools opens the built-in workspace tools for the tenant:
 // the workspace, and the memory tool on a scratch copy of the capsule's
-// working memory that is committed into the capsule after each write.
+// working memory that is committed into the capsule after each write; and
+// it starts the spec's MCP servers beside them (withMCP).
 func (a *tenant) openWorkspaceTools(workdir string) (agent.Toolbox, io.Closer, error) {
 	scratch, err := filepath.Abs(a.path(workingMemory)) // the tool wants an absolute path
 	if err != nil {
@@ -72,7 +73,7 @@ func (a *tenant) openWorkspaceTools(workdir string) (agent.Toolbox, io.Closer, e
 	if err != nil {
 		return nil, nil, err
 	}
-	return &workspaceTools{ws: ws, a: a, scratch: scratch}, ws, nil
+	return a.withMCP(&workspaceTools{ws: ws, a: a, scratch: scratch}, ws, workdir)
 }
 
 // workspaceTools adapts tool.Workspace to agent.Toolbox and commits the

@@ -20,7 +20,8 @@ import (
 // brings the staged workspace from the shadow's state to the move's (only
 // the files that differ), and makes the whole staging durable in one
 // batch of concurrent syncs: PREPARED, which the Target persists next,
-// may only follow a durable staging (docs/PROTOCOL.md §5).
+// may only follow a durable staging (docs/PROTOCOL.md §5). Last, every
+// MCP server of the spec must start on the staged workspace (prepareMCP).
 func (a *tenant) prepare(act transfer.Action) []string {
 	in := a.tgt.in
 	if in == nil || in.move != act.Move || in.snap == nil || in.rendered == nil {
@@ -60,7 +61,7 @@ func (a *tenant) prepare(act transfer.Action) []string {
 	case oerr != nil:
 		return []string{"journal: " + oerr.Error()}
 	}
-	return nil
+	return a.prepareMCP(in)
 }
 
 // noteMeta writes agent.json, if it changes, with the staging: its name,
