@@ -291,8 +291,8 @@ func TestFreezeLandsBetweenToolSteps(t *testing.T) {
 	cl := newCluster(t, opts(ta), opts(tb))
 	t.Cleanup(func() { close(ta.slow.release); close(tb.slow.release) })
 	a, b := cl.nodes[0], cl.nodes[1]
-	freezing := make(chan struct{}, 1)
-	a.hooks.beforeFreeze = func(string) { freezing <- struct{}{} }
+	halting := make(chan struct{}, 1) // the freeze asked the runner to halt
+	a.hooks.haltAsked = func(string) { halting <- struct{}{} }
 	st, err := a.CreateAgent(t.Context(), api.CreateAgentRequest{Name: "m", Model: planner, Task: "use both tools"})
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +305,7 @@ func TestFreezeLandsBetweenToolSteps(t *testing.T) {
 	waitChan(t, ta.slow.started, "the slow tool")
 	moved := make(chan api.MoveResult, 1)
 	go func() { moved <- move(t, a, b, st.ID) }()
-	waitChan(t, freezing, "the freeze, asked for while the slow tool runs")
+	waitChan(t, halting, "the freeze, asked for while the slow tool runs")
 	ta.slow.release <- struct{}{}
 	if res := <-moved; res.Outcome != api.OutcomeCommitted {
 		t.Fatalf("move during the slow tool: %+v", res)

@@ -69,6 +69,9 @@ type nodeHooks struct {
 	render renderFunc
 	// woken runs after a say or set model woke the agent's runner.
 	woken func(agent string)
+	// haltAsked runs when a stop or a freeze has asked the runner to halt
+	// at its next step boundary, before it waits for it.
+	haltAsked func(agent string)
 }
 
 // tenant is the node's record of one agent it knows: held and maybe

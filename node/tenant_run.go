@@ -161,6 +161,9 @@ func (a *tenant) stopRunnerLocked() error {
 		return nil
 	}
 	rl.requestHalt()
+	if h := a.n.hooks.haltAsked; h != nil {
+		h(a.id)
+	}
 	t := a.n.clock.After(a.n.cfg.ToolWait)
 	select {
 	case <-rl.done:
