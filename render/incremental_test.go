@@ -17,32 +17,58 @@ import (
 // prefixes to one wire.Incremental, for random targets and windows, and
 // checks every result against wire.Render of the same prefix: the same
 // bytes, the same report, the same error. Between prefixes it may change
-// the target, shrink the journal, or insert an event earlier in total
-// order (as a merge does): each must give the full render's answer too.
+// the target (all of it, only the model within its API, only the tool
+// set or only the window, or back to the first target), shrink the
+// journal, or insert an event earlier in total order (as a merge does):
+// each must give the full render's answer too.
 //
 // rapid prints the seed of a failure; replay it with
 //
 //	go test ./render -run TestIncrementalProperties -rapid.seed=SEED
 func TestIncrementalProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		tg := rendertest.GenTarget(t)
+		first := rendertest.GenTarget(t)
+		tg := first
 		events := rendertest.GenJournal(t, tg.Producer()).Journal.Events()
 		var inc wire.Incremental
 		n := 0
 		for round := 0; n < len(events) || round == 0; round++ {
-			switch rapid.IntRange(0, 9).Draw(t, "change") {
+			switch rapid.IntRange(0, 13).Draw(t, "change") {
 			case 0:
 				tg = rendertest.GenTarget(t)
 			case 1:
 				n = rapid.IntRange(0, n).Draw(t, "shrink")
 			case 2:
 				events = insertEarlier(t, events, n)
+			case 3:
+				tg = switchModel(t, tg)
+			case 4:
+				tg = first // a switch back: A -> B -> A
+			case 5:
+				tg.Tools = rendertest.GenTarget(t).Tools
+			case 6:
+				tg.Window = rendertest.GenTarget(t).Window
 			}
 			n = rapid.IntRange(n, len(events)).Draw(t, "prefix")
 			compareRender(t, &inc, events[:n], tg)
 		}
 		compareRender(t, &inc, events, tg) // the same journal again
 	})
+}
+
+// switchModel returns tg with another model of the same API (its tools,
+// window and thinking kept): a model switch that keeps the wire format,
+// where what an Incremental remembers of the API must still be checked.
+func switchModel(t *rapid.T, tg render.Target) render.Target {
+	var same []render.Target
+	for _, o := range rendertest.Targets {
+		if o.API == tg.API {
+			same = append(same, o)
+		}
+	}
+	o := rapid.SampledFrom(same).Draw(t, "model")
+	tg.Model, tg.Provider = o.Model, o.Provider
+	return tg
 }
 
 // compareRender checks that inc renders events for tg as wire.Render does.

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"errors"
+
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/render"
 )
@@ -9,11 +11,24 @@ import (
 // loop's): Render returns what the package's Render returns for the same
 // arguments, byte for byte and report for report, reusing the work of the
 // previous call when events extend its events for the same target (see
-// render.Incremental). The zero value is ready; it is not safe for
-// concurrent use.
+// render.Incremental).
+//
+// The body is spliced, not marshalled whole: the plan's items are cut
+// into runs whose elements of the conversation list depend on the run
+// alone (groupCache), each run the previous call encoded is reused as the
+// bytes it encoded to, and only new or changed runs are encoded, each on
+// its own, by the same encoder as Body (so with the same bytes). The
+// members around the list (system, tools, settings) are marshalled every
+// call from a plan of the leading instructions alone. The zero value is
+// ready; it is not safe for concurrent use.
 type Incremental struct {
-	plans render.Incremental
+	plans  render.Incremental
+	groups groupCache
 }
+
+// errShape is returned when a body does not have the shape splicing
+// relies on; Render then marshals the whole body.
+var errShape = errors.New("wire: body has no conversation list to splice")
 
 // Render renders events for t, as Render does.
 func (c *Incremental) Render(events []journal.Event, t render.Target) ([]byte, *render.Report, error) {
@@ -21,9 +36,90 @@ func (c *Incremental) Render(events []journal.Event, t render.Target) ([]byte, *
 	if err != nil {
 		return nil, nil, err
 	}
-	body, err := Body(p)
+	body, err := c.groups.body(p)
+	if errors.Is(err, errShape) {
+		c.groups = groupCache{}
+		body, err = Body(p)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
 	return body, &p.Report, nil
+}
+
+// groupCache remembers the runs the previous plans encoded. What a run
+// encodes to is a function of its items, the API and the capabilities,
+// so it is kept per API and capabilities and checked item by item; like
+// render's memos it keeps two generations, about one window of runs.
+type groupCache struct {
+	api       render.API
+	caps      render.Caps
+	cur, prev map[groupKey][]*group
+}
+
+// body returns the request body of p, as Body does, adding to p.Report
+// the placeholder signatures Body would add.
+func (g *groupCache) body(p *render.Plan) ([]byte, error) {
+	if _, ok := listKey[p.Target.API]; !ok {
+		return Body(p)
+	}
+	g.turn(p.Target.API, p.Caps)
+	lead := p.Leading()
+	fp := &render.Plan{Target: p.Target, Caps: p.Caps, Tools: p.Tools, Thinking: p.Thinking,
+		Items: append(p.Items[:lead:lead], render.Item{Kind: render.ItemUser, Text: "."})}
+	f, err := frame(fp)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.elems) < 1 {
+		return nil, errShape
+	}
+	var groups []*group
+	placeholders := 0
+	for _, run := range runs(p.Target.API, p.Items[lead:]) {
+		gr, err := g.lookup(p, run)
+		if err != nil {
+			return nil, err
+		}
+		groups = append(groups, gr)
+		placeholders += gr.placeholders
+	}
+	p.Report.Placeholders += placeholders
+	return splice(f.prefix, f.elems[:len(f.elems)-1], groups, f.suffix), nil
+}
+
+// turn starts a call for api and caps: runs the previous call did not
+// use again are forgotten, and all of them when api or caps changed.
+func (g *groupCache) turn(api render.API, caps render.Caps) {
+	if api != g.api || caps != g.caps {
+		g.api, g.caps, g.cur = api, caps, nil
+	}
+	g.prev, g.cur = g.cur, make(map[groupKey][]*group, len(g.cur))
+}
+
+// lookup returns the encoded run, from the cache or encoded now.
+func (g *groupCache) lookup(p *render.Plan, run []render.Item) (*group, error) {
+	k := keyOf(run)
+	if gr := find(g.cur[k], run); gr != nil {
+		return gr, nil // a run this call used already
+	}
+	gr := find(g.prev[k], run)
+	if gr == nil {
+		var err error
+		if gr, err = encode(p, run); err != nil {
+			return nil, err
+		}
+	}
+	g.cur[k] = append(g.cur[k], gr)
+	return gr, nil
+}
+
+// find returns the group of grs whose items are run's, or nil.
+func find(grs []*group, run []render.Item) *group {
+	for _, gr := range grs {
+		if sameRun(gr.items, run) {
+			return gr
+		}
+	}
+	return nil
 }
