@@ -41,8 +41,7 @@ func newPlanMemo(src source, seg segmentation, t Target, m *memo) (*Plan, error)
 	b.noteSegmentation()
 	b.mapToolNames()
 	if m != nil {
-		b.cnt.texts, b.units = &m.texts, &m.units
-		m.units.begin(b.wireNames)
+		m.begin(b)
 	}
 	b.tools = b.wireTools(t.Tools)
 	factor, calibration := calibrate(src, &b.seg, b.own, t.API, b.caps)
@@ -147,7 +146,8 @@ func (b *builder) fit(avail int) ([]keptUnit, int) {
 	if last < 0 {
 		return nil, 0
 	}
-	reserve, startCost := b.reserver(first)
+	r := b.reserver(first)
+	reserve, startCost := r.at, r.startCost
 	var kept []keptUnit
 	used := 0
 	cut := last + 1
@@ -160,7 +160,7 @@ func (b *builder) fit(avail int) ([]keptUnit, int) {
 		cost := b.cost(&it, ok)
 		if i == last && cost > avail-reserve(i) {
 			it, cost = b.truncateToFit(it, ok, avail-reserve(i))
-		} else if i != last && used+cost+reserve(i) > avail {
+		} else if i != last && used+cost+r.atMost(i) > avail && used+cost+reserve(i) > avail {
 			// It does not fit beside a digest; it may still fit if
 			// everything older fits too and no digest is needed.
 			// Unit i is built already; building it again would find its
@@ -181,32 +181,13 @@ func (b *builder) fit(avail int) ([]keptUnit, int) {
 	return kept, cut
 }
 
-// reserver returns the base tokens to keep free for what opens the
-// conversation when the window starts at unit cut (the digest of the
-// units before it, or StartText), and the cost of StartText alone. first
-// is the first unit that is not an instruction.
-func (b *builder) reserver(first int) (func(cut int) int, int) {
-	d := newDigester(b)
-	maxEvents, maxTools := d.bound()
-	startCost := 0
-	if b.needsStart(first) {
-		startCost = b.cnt.count(StartText) + perMessage
+// request is d.request(cut), through the requests an Incremental
+// remembers.
+func (b *builder) request(d *digester, cut int) string {
+	if b.requests != nil {
+		return b.requests.request(d, cut)
 	}
-	// The bound differs between cuts only by the request quoted, the
-	// newest user unit before the cut: count each once.
-	costs := map[int32]int{}
-	return func(cut int) int {
-		if cut <= first {
-			return startCost
-		}
-		k := d.prevUser[cut]
-		n, ok := costs[k]
-		if !ok {
-			n = b.cnt.count(digestText(maxEvents, maxTools, d.request(cut))) + perMessage
-			costs[k] = n
-		}
-		return max(startCost, n)
-	}, startCost
+	return d.request(cut)
 }
 
 // fitRest builds the units from i back to the first and reports whether

@@ -222,3 +222,24 @@ func TestIncrementalToolNameShift(t *testing.T) {
 	j.Exchange(p, "s2", "c2", rep.ToolNames[0].To, `{}`, "two").User("more")
 	compare()
 }
+
+// TestReserveBound checks, for random journals and targets, that the
+// fit's cheap bound of the room a digest needs is never below the exact
+// count at any cut: where the fit trusts the bound it must decide as the
+// exact count would.
+func TestReserveBound(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		tg := rendertest.GenTarget(t)
+		j := rendertest.GenJournal(t, tg.Producer()).Journal
+		if rapid.Bool().Draw(t, "oddRequest") {
+			// Dense in tokens per byte, and quoting expands control
+			// and invalid bytes: the bound is tightest here.
+			odd := rapid.StringOfN(rapid.RuneFrom([]rune("a,1 .é\u2028\x00日\n\"")), 100, 400, -1)
+			j.User(odd.Draw(t, "request"))
+			j.Say(tg.Producer(), "odd", "ok")
+		}
+		if err := render.ReserveBounded(j.Events(), tg); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
