@@ -28,6 +28,8 @@ type builder struct {
 	tools     []Tool       // the target's tools under their request names
 	units     *unitMemo    // units built by earlier plans (Incremental), or nil
 	requests  *requestMemo // requests digests quote (Incremental), or nil
+	sums      *summaryMemo // the digest's summary (Incremental), or nil
+	prevUser  []int32      // the digesters' table (digester), once built
 }
 
 func newBuilder(src source, t Target) *builder {

@@ -181,6 +181,26 @@ func (b *builder) fit(avail int) ([]keptUnit, int) {
 	return kept, cut
 }
 
+// digester returns a new digester of the plan. Its table of the newest
+// user unit before each unit is the same for every digester of a plan,
+// so it is computed once; each digester decodes the requests it quotes
+// itself, as newDigester's do (a malformed one is noted by each).
+func (b *builder) digester() *digester {
+	if b.prevUser == nil {
+		b.prevUser = newDigester(b).prevUser
+	}
+	return &digester{b: b, prevUser: b.prevUser, requests: map[int32]string{}}
+}
+
+// summary is the digest's count of the units and events before cut and
+// the tools they used, through the summary an Incremental keeps.
+func (b *builder) summary(cut int) (units, events int, tools []string) {
+	if b.sums != nil {
+		return b.sums.summary(b, cut)
+	}
+	return b.digester().summary(cut)
+}
+
 // request is d.request(cut), through the requests an Incremental
 // remembers.
 func (b *builder) request(d *digester, cut int) string {
@@ -284,9 +304,9 @@ func (b *builder) assemble(instrs map[int]Item, kept []keptUnit, cut int) []Item
 			items = append(items, it)
 		}
 	}
-	units, events, tools := newDigester(b).summary(cut)
+	units, events, tools := b.summary(cut)
 	if units > 0 {
-		text := digestText(events, tools, newDigester(b).request(cut))
+		text := digestText(events, tools, b.digester().request(cut))
 		items = append(items, Item{Kind: ItemUser, Text: text, Synthetic: "digest", tokens: b.cnt.count(text) + perMessage})
 		b.report.Digest = text
 	}

@@ -50,6 +50,7 @@ type memo struct {
 	texts    textMemo
 	units    unitMemo
 	requests requestMemo
+	sums     summaryMemo
 	// pieces is the counter's memo of pre-token piece counts, kept across
 	// plans (the encoding is fixed per target) so that texts no plan
 	// counted before, such as each plan's digest bounds, which differ by
@@ -66,7 +67,7 @@ func (m *memo) begin(b *builder) {
 		m.pieces = make(map[string]int, 1024)
 	}
 	m.requests.turn()
-	b.cnt.texts, b.cnt.memo, b.units, b.requests = &m.texts, m.pieces, &m.units, &m.requests
+	b.cnt.texts, b.cnt.memo, b.units, b.requests, b.sums = &m.texts, m.pieces, &m.units, &m.requests, &m.sums
 	m.units.begin(b.wireNames)
 }
 
@@ -90,6 +91,7 @@ func (c *Incremental) Plan(events []journal.Event, t Target) (*Plan, error) {
 	}
 	c.memo.texts.turn()
 	c.memo.units.open = c.seg.openKey()
+	c.memo.sums.stable = c.seg.stable()
 	return newPlanMemo(memSource(events), c.seg.snapshot(), t, &c.memo)
 }
 

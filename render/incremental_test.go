@@ -3,6 +3,8 @@ package render_test
 import (
 	"bytes"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/agentcapsule/capsule/journal"
@@ -242,4 +244,60 @@ func TestReserveBound(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestIncrementalCutMovesBack grows a journal whose usage events move the
+// calibrated factor down and up, so the window's cut moves back and forth
+// between calls of one wire.Incremental: what it remembers of the part
+// before the cut (the digest's summary) must follow it both ways.
+func TestIncrementalCutMovesBack(t *testing.T) {
+	p := rendertest.Claude
+	j := &rendertest.Journal{}
+	j.Add(journal.KindModelChange, journal.ModelChange{Provider: p.Provider, API: p.API, Model: p.Model})
+	tg := render.Target{API: render.Anthropic, Model: p.Model, Window: 6000, Tools: rendertest.ToolSet("search")}
+	var inc wire.Incremental
+	var digests []string
+	for turn := 0; turn < 60; turn++ {
+		id := "c" + strconv.Itoa(turn)
+		j.User("request "+id).Exchange(p, "s"+id, id, "search", `{"q":"x"}`, strings.Repeat("result words ", 40))
+		// The factor is calibrated on the newest 32 usage events: swing
+		// it between 1.05 and 2 (where the window holds about half).
+		input := int64(1000)
+		if turn%6 >= 3 {
+			input = 2000
+		}
+		for k := 0; k < 32; k++ {
+			j.Usage(p, input, 1000)
+		}
+		want, wantRep, err := wire.Render(j.Events(), tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotRep, err := inc.Render(j.Events(), tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("turn %d: body differs:\n got %s\nwant %s", turn, got, want)
+		}
+		if d := cmp.Diff(wantRep, gotRep); d != "" {
+			t.Fatalf("turn %d: report differs (-want +got):\n%s", turn, d)
+		}
+		digests = append(digests, wantRep.Digest)
+	}
+	back := 0
+	for i := 1; i < len(digests); i++ {
+		if digests[i] != "" && digests[i-1] != "" && droppedEvents(digests[i]) < droppedEvents(digests[i-1]) {
+			back++
+		}
+	}
+	if back == 0 {
+		t.Fatalf("the cut never moved back: digests %q", digests)
+	}
+}
+
+// droppedEvents reads the event count of a digest text.
+func droppedEvents(digest string) int {
+	n, _ := strconv.Atoi(strings.Fields(strings.TrimPrefix(digest, "[Context note: "))[0])
+	return n
 }

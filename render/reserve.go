@@ -29,7 +29,7 @@ const requestFrame = len(" Last omitted user request: .")
 // reserver returns the reserve of a fit whose first unit that is not an
 // instruction is first.
 func (b *builder) reserver(first int) *reserve {
-	r := &reserve{b: b, d: newDigester(b), first: first, costs: map[int32]int{}, bounds: map[int32]int{}}
+	r := &reserve{b: b, d: b.digester(), first: first, costs: map[int32]int{}, bounds: map[int32]int{}}
 	r.maxEvents, r.maxTools = r.d.bound()
 	if b.needsStart(first) {
 		r.startCost = b.cnt.count(StartText) + perMessage

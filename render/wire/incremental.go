@@ -18,8 +18,8 @@ import (
 // alone (groupCache), each run the previous call encoded is reused as the
 // bytes it encoded to, and only new or changed runs are encoded, each on
 // its own, by the same encoder as Body (so with the same bytes). The
-// members around the list (system, tools, settings) are marshalled every
-// call from a plan of the leading instructions alone. The zero value is
+// members around the list (system, tools, settings) are marshalled from
+// a plan of the leading instructions alone, when they change. The zero value is
 // ready; it is not safe for concurrent use.
 type Incremental struct {
 	plans  render.Incremental
@@ -55,6 +55,7 @@ type groupCache struct {
 	api       render.API
 	caps      render.Caps
 	cur, prev map[groupKey][]*group
+	frame     frameMemo
 }
 
 // body returns the request body of p, as Body does, adding to p.Report
@@ -64,16 +65,11 @@ func (g *groupCache) body(p *render.Plan) ([]byte, error) {
 		return Body(p)
 	}
 	g.turn(p.Target.API, p.Caps)
-	lead := p.Leading()
-	fp := &render.Plan{Target: p.Target, Caps: p.Caps, Tools: p.Tools, Thinking: p.Thinking,
-		Items: append(p.Items[:lead:lead], render.Item{Kind: render.ItemUser, Text: "."})}
-	f, err := frame(fp)
+	f, err := g.frame.frameOf(p)
 	if err != nil {
 		return nil, err
 	}
-	if len(f.elems) < 1 {
-		return nil, errShape
-	}
+	lead := p.Leading()
 	var groups []*group
 	placeholders := 0
 	for _, run := range runs(p.Target.API, p.Items[lead:]) {
@@ -85,14 +81,14 @@ func (g *groupCache) body(p *render.Plan) ([]byte, error) {
 		placeholders += gr.placeholders
 	}
 	p.Report.Placeholders += placeholders
-	return splice(f.prefix, f.elems[:len(f.elems)-1], groups, f.suffix), nil
+	return splice(f.prefix, f.elems, groups, f.suffix), nil
 }
 
 // turn starts a call for api and caps: runs the previous call did not
 // use again are forgotten, and all of them when api or caps changed.
 func (g *groupCache) turn(api render.API, caps render.Caps) {
 	if api != g.api || caps != g.caps {
-		g.api, g.caps, g.cur = api, caps, nil
+		g.api, g.caps, g.cur, g.frame = api, caps, nil, frameMemo{}
 	}
 	g.prev, g.cur = g.cur, make(map[groupKey][]*group, len(g.cur))
 }
