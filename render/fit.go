@@ -134,15 +134,7 @@ type keptUnit struct {
 // segmentation headers, so the cost is the kept part plus a linear scan.
 func (b *builder) fit(avail int) ([]keptUnit, int) {
 	units := b.seg.units
-	last, first := -1, -1
-	for i := range units {
-		if units[i].kind != unitInstr {
-			if first < 0 {
-				first = i
-			}
-			last = i
-		}
-	}
+	first, last := b.conversation()
 	if last < 0 {
 		return nil, 0
 	}
@@ -208,6 +200,26 @@ func (b *builder) request(d *digester, cut int) string {
 		return b.requests.request(d, cut)
 	}
 	return d.request(cut)
+}
+
+// conversation returns the first and the last unit that is not an
+// instruction, or -1, -1; it reads only the units up to each.
+func (b *builder) conversation() (first, last int) {
+	units := b.seg.units
+	first, last = -1, -1
+	for i := range units {
+		if units[i].kind != unitInstr {
+			first = i
+			break
+		}
+	}
+	for i := len(units) - 1; i >= first && first >= 0; i-- {
+		if units[i].kind != unitInstr {
+			last = i
+			break
+		}
+	}
+	return first, last
 }
 
 // fitRest builds the units from i back to the first and reports whether
@@ -298,11 +310,16 @@ func stubCost(st *Step) int {
 // (kept, moved to the front), the digest, then the kept units in order
 // with the instructions between them in place.
 func (b *builder) assemble(instrs map[int]Item, kept []keptUnit, cut int) []Item {
-	var items []Item
-	for i := 0; i < cut; i++ {
-		if it, ok := instrs[i]; ok {
-			items = append(items, it)
+	var front []int // the instructions before the cut, in order
+	for i := range instrs {
+		if i < cut {
+			front = append(front, i)
 		}
+	}
+	sort.Ints(front)
+	var items []Item
+	for _, i := range front {
+		items = append(items, instrs[i])
 	}
 	units, events, tools := b.summary(cut)
 	if units > 0 {
