@@ -20,6 +20,7 @@ type reserve struct {
 	// request's unit.
 	plain         int
 	costs, bounds map[int32]int
+	quoted        []byte // scratch for a quoted request
 }
 
 // requestFrame is what a quoted request adds to a digest besides its
@@ -69,7 +70,8 @@ func (r *reserve) atMost(cut int) int {
 	if !ok {
 		n = r.plain + perMessage
 		if req := r.b.request(r.d, cut); req != "" {
-			n += requestFrame + len(strconv.Quote(req))
+			r.quoted = strconv.AppendQuote(r.quoted[:0], req)
+			n += requestFrame + len(r.quoted)
 		}
 		r.bounds[k] = n
 	}
