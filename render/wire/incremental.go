@@ -48,11 +48,14 @@ func (c *Incremental) Render(events []journal.Event, t render.Target) ([]byte, *
 }
 
 // groupCache remembers the runs the previous plans encoded. What a run
-// encodes to is a function of its items, the API and the capabilities,
-// so it is kept per API and capabilities and checked item by item; like
-// render's memos it keeps two generations, about one window of runs.
+// encodes to is a function of its items, the API and the capabilities
+// (not of thinking, which only the frame holds); it is kept for one model
+// and capabilities (a model switch starts afresh, as render.Incremental
+// does) and checked item by item. Like render's memos it keeps two generations, about one window
+// of runs.
 type groupCache struct {
 	api       render.API
+	model     string
 	caps      render.Caps
 	cur, prev map[groupKey][]*group
 	frame     frameMemo
@@ -64,7 +67,7 @@ func (g *groupCache) body(p *render.Plan) ([]byte, error) {
 	if _, ok := listKey[p.Target.API]; !ok {
 		return Body(p)
 	}
-	g.turn(p.Target.API, p.Caps)
+	g.turn(p)
 	f, err := g.frame.frameOf(p)
 	if err != nil {
 		return nil, err
@@ -84,11 +87,12 @@ func (g *groupCache) body(p *render.Plan) ([]byte, error) {
 	return splice(f.prefix, f.elems, groups, f.suffix), nil
 }
 
-// turn starts a call for api and caps: runs the previous call did not
-// use again are forgotten, and all of them when api or caps changed.
-func (g *groupCache) turn(api render.API, caps render.Caps) {
-	if api != g.api || caps != g.caps {
-		g.api, g.caps, g.cur, g.frame = api, caps, nil, frameMemo{}
+// turn starts a call for p: runs the previous call did not use again are
+// forgotten, and all of them when the API, model or capabilities changed.
+func (g *groupCache) turn(p *render.Plan) {
+	t := &p.Target
+	if t.API != g.api || t.Model != g.model || p.Caps != g.caps {
+		*g = groupCache{api: t.API, model: t.Model, caps: p.Caps}
 	}
 	g.prev, g.cur = g.cur, make(map[groupKey][]*group, len(g.cur))
 }
