@@ -1,8 +1,6 @@
 package wire
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"github.com/agentcapsule/capsule/render"
@@ -44,37 +42,110 @@ func frame(p *render.Plan) (framed, error) {
 }
 
 // cut finds the top-level member key of the JSON object body, an array,
-// and splits body around it.
+// and splits body around it. body is compact JSON, as the encoders write
+// it; anything else (whitespace between tokens, a key spelled with
+// escapes) is errShape, and Render then marshals the whole body.
 func cut(body []byte, key string) (framed, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	if len(body) < 2 || body[0] != '{' {
 		return framed{}, fmt.Errorf("%w: not an object", errShape)
 	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return framed{}, fmt.Errorf("wire: cut body: %w", err)
+	want := `"` + key + `"`
+	for i := 1; i < len(body) && body[i] != '}'; {
+		k := skip(body, i)
+		if k < 0 || k >= len(body) || body[k] != ':' {
+			return framed{}, fmt.Errorf("%w: malformed member at %d", errShape, i)
 		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return framed{}, fmt.Errorf("wire: cut body: %w", err)
+		v := k + 1
+		end := skip(body, v)
+		if end < 0 {
+			return framed{}, fmt.Errorf("%w: malformed value at %d", errShape, v)
 		}
-		if tok != key {
-			continue
+		if string(body[i:k]) == want {
+			return split(body, v, end)
 		}
-		end := int(dec.InputOffset())
-		start := end - len(raw)
-		var elems []json.RawMessage
-		if start < 0 || !bytes.Equal(body[start:end], raw) || json.Unmarshal(raw, &elems) != nil {
-			return framed{}, fmt.Errorf("%w: member %q is not a compact array", errShape, key)
+		if i = end; i < len(body) && body[i] == ',' {
+			i++
 		}
-		f := framed{prefix: body[:start+1], suffix: body[end-1:], elems: make([][]byte, len(elems))}
-		for i, e := range elems {
-			f.elems[i] = e
-		}
-		return f, nil
 	}
 	return framed{}, fmt.Errorf("%w: no member %q", errShape, key)
+}
+
+// split cuts body around the array body[start:end].
+func split(body []byte, start, end int) (framed, error) {
+	if body[start] != '[' {
+		return framed{}, fmt.Errorf("%w: the list is not an array", errShape)
+	}
+	f := framed{prefix: body[:start+1], suffix: body[end-1:], elems: [][]byte{}}
+	for i := start + 1; i < end-1; {
+		e := skip(body, i)
+		if e < 0 || e > end-1 {
+			return framed{}, fmt.Errorf("%w: malformed element at %d", errShape, i)
+		}
+		f.elems = append(f.elems, body[i:e])
+		if i = e; body[i] == ',' {
+			i++
+		}
+	}
+	return f, nil
+}
+
+// skip returns the index just past the compact JSON value at b[i], or -1.
+func skip(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1
+			}
+		}
+		return -1
+	case '{', '[':
+		return skipComposite(b, i)
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ':' {
+		if b[j] <= ' ' {
+			return -1
+		}
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
+// skipComposite returns the index just past the object or array at b[i],
+// or -1.
+func skipComposite(b []byte, i int) int {
+	depth := 0
+	for j := i; j < len(b); j++ {
+		switch c := b[j]; c {
+		case '"':
+			e := skip(b, j)
+			if e < 0 {
+				return -1
+			}
+			j = e - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return j + 1
+			}
+		default:
+			if c <= ' ' {
+				return -1
+			}
+		}
+	}
+	return -1
 }
 
 // splice joins a prefix, elements and a suffix into one body.
