@@ -19,8 +19,8 @@ import (
 // bytes it encoded to, and only new or changed runs are encoded, each on
 // its own, by the same encoder as Body (so with the same bytes). The
 // members around the list (system, tools, settings) are marshalled from
-// a plan of the leading instructions alone, when they change. The zero value is
-// ready; it is not safe for concurrent use.
+// a plan of the leading instructions alone, when they change. The zero
+// value is ready; it is not safe for concurrent use.
 type Incremental struct {
 	plans  render.Incremental
 	groups groupCache
@@ -51,8 +51,8 @@ func (c *Incremental) Render(events []journal.Event, t render.Target) ([]byte, *
 // encodes to is a function of its items, the API and the capabilities
 // (not of thinking, which only the frame holds); it is kept for one model
 // and capabilities (a model switch starts afresh, as render.Incremental
-// does) and checked item by item. Like render's memos it keeps two generations, about one window
-// of runs.
+// does) and checked item by item. Like render's memos it keeps two
+// generations, about one window of runs.
 type groupCache struct {
 	api       render.API
 	model     string
