@@ -7,8 +7,9 @@
 #
 #   bench/loopstep.sh                 # 5 interleaved rounds
 #   ROUNDS=3 SIZES=10k bench/loopstep.sh
-#   BEFORE=576a651 bench/loopstep.sh  # also "before": the full render of
-#                                     # an older commit (one that has
+#   BEFORE=576a651 bench/loopstep.sh  # also "before-full" and
+#                                     # "before-incremental": both renders
+#                                     # of an older commit (one that has
 #                                     # BenchmarkStep), in the same rounds
 #
 # Each case runs in its own process (agent.BenchmarkStep/<size>/<mode>,
@@ -32,7 +33,7 @@ if [ -n "${BEFORE:-}" ]; then
   mkdir "$tmp/before"
   git archive "$BEFORE" | tar -x -C "$tmp/before"
   (cd "$tmp/before" && go test -c -o "$tmp/before.test" ./agent)
-  modes="before full incremental"
+  modes="before-full before-incremental full incremental"
 fi
 go build -o "$tmp/fsyncbench" ./bench/fsyncbench
 benchtime() { if [ "$1" = 100k ]; then echo "${BENCHTIME100K:-20x}"; else echo "${BENCHTIME:-40x}"; fi; }
@@ -41,7 +42,7 @@ for r in $(seq "$rounds"); do
   for n in $sizes; do
     for m in $modes; do
       bin="$tmp/agent.test" case="$m"
-      [ "$m" != before ] || bin="$tmp/before.test" case=full
+      case "$m" in before-*) bin="$tmp/before.test" case="${m#before-}" ;; esac
       /usr/bin/time -f '%M' -o "$tmp/rss" "$bin" -test.run '^$' \
         -test.bench "BenchmarkStep/$n/$case\$" -test.benchtime "$(benchtime "$n")" >"$tmp/out"
       line="$(grep "^BenchmarkStep/$n/$case" "$tmp/out")" || { cat "$tmp/out"; exit 1; }
@@ -64,7 +65,7 @@ for n in $sizes; do
     cpu="$(cut -d' ' -f4 <"$tmp/$n-$m" | median)"
     echo "$mod" >"$tmp/med-$n-$m"
     awk -v n="$n" -v m="$m" -v mod="$mod" -v tool="$tool" -v f="$fsync" -v rss="$rss" -v cpu="$cpu" 'BEGIN {
-      printf "%-5s %-12s model step %8.2f ms wall, %8.2f ms cpu (= %6.1f fsyncs)  tool step %6.2f ms (= %5.1f fsyncs)  peak RSS %4d MiB\n",
+      printf "%-5s %-18s model step %8.2f ms wall, %8.2f ms cpu (= %6.1f fsyncs)  tool step %6.2f ms (= %5.1f fsyncs)  peak RSS %4d MiB\n",
         n, m, mod / 1e6, cpu / 1e6, mod / f, tool / 1e6, tool / f, rss / 1024 }'
   done
   for m in $modes; do

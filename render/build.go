@@ -25,8 +25,11 @@ type builder struct {
 	// wireNames maps the journal's tool names the API refuses to the
 	// names they go by in the request (mapToolNames).
 	wireNames map[string]string
-	tools     []Tool    // the target's tools under their request names
-	units     *unitMemo // units built by earlier plans (Incremental), or nil
+	tools     []Tool       // the target's tools under their request names
+	units     *unitMemo    // units built by earlier plans (Incremental), or nil
+	requests  *requestMemo // requests digests quote (Incremental), or nil
+	sums      *summaryMemo // the digest's summary (Incremental), or nil
+	prevUser  []int32      // the digesters' table (digester), once built
 }
 
 func newBuilder(src source, t Target) *builder {

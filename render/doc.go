@@ -138,14 +138,19 @@
 // open one) it built, with the report entries their build made, so the
 // fit decodes only units it did not build before. Stub declarations are
 // taken again in the new plan's order, and the units are forgotten when
-// the tools' request names change. The fit, the digest, the ID and
+// the tools' request names change. It also keeps the pre-token piece
+// counts, the user requests a digest quotes, and the digest's summary of
+// the stable units before the cut (extended as the cut moves forward,
+// started afresh when it moves back). The fit, the digest, the ID and
 // tool-name maps, stubs and calibration depend on the whole journal and
 // are computed afresh from that state at every call, exactly as NewPlan
 // computes them, so the plan
 // is NewPlan's (a property test compares bytes and reports over random
 // growing prefixes). A call whose events do not extend the previous
 // call's (fewer events, or another event at its last index, as after a
-// merge), or with another target, starts afresh. What a step still
-// costs is a walk of the kept window and marshalling the request
-// (bench/loopstep.sh).
+// merge), or with another target, starts afresh. The fit tokenizes a
+// digest's bound only where a byte-length bound does not settle whether
+// a unit fits. What a step still costs is a walk of the kept window;
+// wire.Incremental splices the request body from the bytes of the runs
+// of items it encoded before (bench/loopstep.sh).
 package render

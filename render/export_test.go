@@ -1,6 +1,10 @@
 package render
 
-import "github.com/agentcapsule/capsule/journal"
+import (
+	"fmt"
+
+	"github.com/agentcapsule/capsule/journal"
+)
 
 // MinimumFits reports whether the instructions, the target's tools and
 // the newest unit cut to its minimum (every tool result, or the user
@@ -29,9 +33,34 @@ func MinimumFits(events []journal.Event, t Target) bool {
 	if last < 0 {
 		return fixed <= base
 	}
-	reserve, _ := b.reserver(first)
+	reserve := b.reserver(first).at
 	it, ok := b.buildUnit(&b.seg.units[last])
 	whole := b.cost(&it, ok)
 	cut := b.truncate(copyUnit(it), -1<<30)
 	return fixed+reserve(last)+min(whole, b.cost(&cut, ok)) <= base
+}
+
+// ReserveBounded reports, as an error, a cut of events where the fit's
+// cheap bound of the reserve is below the exact reserve: the bound lets
+// the fit skip counting only if it never is. Tests only.
+func ReserveBounded(events []journal.Event, t Target) error {
+	b := newBuilder(memSource(events), t)
+	b.seg = segment(events)
+	first := -1
+	for i := range b.seg.units {
+		if b.seg.units[i].kind != unitInstr {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	r := b.reserver(first)
+	for cut := 0; cut <= len(b.seg.units); cut++ {
+		if bound, exact := r.atMost(cut), r.at(cut); bound < exact {
+			return fmt.Errorf("cut %d of %d units: bound %d below the reserve %d", cut, len(b.seg.units), bound, exact)
+		}
+	}
+	return nil
 }

@@ -41,8 +41,7 @@ func newPlanMemo(src source, seg segmentation, t Target, m *memo) (*Plan, error)
 	b.noteSegmentation()
 	b.mapToolNames()
 	if m != nil {
-		b.cnt.texts, b.units = &m.texts, &m.units
-		m.units.begin(b.wireNames)
+		m.begin(b)
 	}
 	b.tools = b.wireTools(t.Tools)
 	factor, calibration := calibrate(src, &b.seg, b.own, t.API, b.caps)
@@ -135,19 +134,12 @@ type keptUnit struct {
 // segmentation headers, so the cost is the kept part plus a linear scan.
 func (b *builder) fit(avail int) ([]keptUnit, int) {
 	units := b.seg.units
-	last, first := -1, -1
-	for i := range units {
-		if units[i].kind != unitInstr {
-			if first < 0 {
-				first = i
-			}
-			last = i
-		}
-	}
+	first, last := b.conversation()
 	if last < 0 {
 		return nil, 0
 	}
-	reserve, startCost := b.reserver(first)
+	r := b.reserver(first)
+	reserve, startCost := r.at, r.startCost
 	var kept []keptUnit
 	used := 0
 	cut := last + 1
@@ -160,7 +152,7 @@ func (b *builder) fit(avail int) ([]keptUnit, int) {
 		cost := b.cost(&it, ok)
 		if i == last && cost > avail-reserve(i) {
 			it, cost = b.truncateToFit(it, ok, avail-reserve(i))
-		} else if i != last && used+cost+reserve(i) > avail {
+		} else if i != last && used+cost+r.atMost(i) > avail && used+cost+reserve(i) > avail {
 			// It does not fit beside a digest; it may still fit if
 			// everything older fits too and no digest is needed.
 			// Unit i is built already; building it again would find its
@@ -181,32 +173,53 @@ func (b *builder) fit(avail int) ([]keptUnit, int) {
 	return kept, cut
 }
 
-// reserver returns the base tokens to keep free for what opens the
-// conversation when the window starts at unit cut (the digest of the
-// units before it, or StartText), and the cost of StartText alone. first
-// is the first unit that is not an instruction.
-func (b *builder) reserver(first int) (func(cut int) int, int) {
-	d := newDigester(b)
-	maxEvents, maxTools := d.bound()
-	startCost := 0
-	if b.needsStart(first) {
-		startCost = b.cnt.count(StartText) + perMessage
+// digester returns a new digester of the plan. Its table of the newest
+// user unit before each unit is the same for every digester of a plan,
+// so it is computed once; each digester decodes the requests it quotes
+// itself, as newDigester's do (a malformed one is noted by each).
+func (b *builder) digester() *digester {
+	if b.prevUser == nil {
+		b.prevUser = newDigester(b).prevUser
 	}
-	// The bound differs between cuts only by the request quoted, the
-	// newest user unit before the cut: count each once.
-	costs := map[int32]int{}
-	return func(cut int) int {
-		if cut <= first {
-			return startCost
+	return &digester{b: b, prevUser: b.prevUser, requests: map[int32]string{}}
+}
+
+// summary is the digest's count of the units and events before cut and
+// the tools they used, through the summary an Incremental keeps.
+func (b *builder) summary(cut int) (units, events int, tools []string) {
+	if b.sums != nil {
+		return b.sums.summary(b, cut)
+	}
+	return b.digester().summary(cut)
+}
+
+// request is d.request(cut), through the requests an Incremental
+// remembers.
+func (b *builder) request(d *digester, cut int) string {
+	if b.requests != nil {
+		return b.requests.request(d, cut)
+	}
+	return d.request(cut)
+}
+
+// conversation returns the first and the last unit that is not an
+// instruction, or -1, -1; it reads only the units up to each.
+func (b *builder) conversation() (first, last int) {
+	units := b.seg.units
+	first, last = -1, -1
+	for i := range units {
+		if units[i].kind != unitInstr {
+			first = i
+			break
 		}
-		k := d.prevUser[cut]
-		n, ok := costs[k]
-		if !ok {
-			n = b.cnt.count(digestText(maxEvents, maxTools, d.request(cut))) + perMessage
-			costs[k] = n
+	}
+	for i := len(units) - 1; i >= first && first >= 0; i-- {
+		if units[i].kind != unitInstr {
+			last = i
+			break
 		}
-		return max(startCost, n)
-	}, startCost
+	}
+	return first, last
 }
 
 // fitRest builds the units from i back to the first and reports whether
@@ -297,15 +310,20 @@ func stubCost(st *Step) int {
 // (kept, moved to the front), the digest, then the kept units in order
 // with the instructions between them in place.
 func (b *builder) assemble(instrs map[int]Item, kept []keptUnit, cut int) []Item {
-	var items []Item
-	for i := 0; i < cut; i++ {
-		if it, ok := instrs[i]; ok {
-			items = append(items, it)
+	var front []int // the instructions before the cut, in order
+	for i := range instrs {
+		if i < cut {
+			front = append(front, i)
 		}
 	}
-	units, events, tools := newDigester(b).summary(cut)
+	sort.Ints(front)
+	var items []Item
+	for _, i := range front {
+		items = append(items, instrs[i])
+	}
+	units, events, tools := b.summary(cut)
 	if units > 0 {
-		text := digestText(events, tools, newDigester(b).request(cut))
+		text := digestText(events, tools, b.digester().request(cut))
 		items = append(items, Item{Kind: ItemUser, Text: text, Synthetic: "digest", tokens: b.cnt.count(text) + perMessage})
 		b.report.Digest = text
 	}

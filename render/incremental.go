@@ -47,8 +47,28 @@ type Incremental struct {
 
 // memo is what an Incremental remembers of its previous plans.
 type memo struct {
-	texts textMemo
-	units unitMemo
+	texts    textMemo
+	units    unitMemo
+	requests requestMemo
+	sums     summaryMemo
+	// pieces is the counter's memo of pre-token piece counts, kept across
+	// plans (the encoding is fixed per target) so that texts no plan
+	// counted before, such as each plan's digest bounds, which differ by
+	// their event count, are mostly map lookups.
+	pieces map[string]int
+}
+
+// maxPieces bounds the piece memo; past it the memo starts afresh.
+const maxPieces = 1 << 16
+
+// begin lends the memo to a plan's builder.
+func (m *memo) begin(b *builder) {
+	if m.pieces == nil || len(m.pieces) > maxPieces {
+		m.pieces = make(map[string]int, 1024)
+	}
+	m.requests.turn()
+	b.cnt.texts, b.cnt.memo, b.units, b.requests, b.sums = &m.texts, m.pieces, &m.units, &m.requests, &m.sums
+	m.units.begin(b.wireNames)
 }
 
 // Plan repairs, filters and fits events for t, as NewPlan does.
@@ -71,6 +91,7 @@ func (c *Incremental) Plan(events []journal.Event, t Target) (*Plan, error) {
 	}
 	c.memo.texts.turn()
 	c.memo.units.open = c.seg.openKey()
+	c.memo.sums.stable = c.seg.stable()
 	return newPlanMemo(memSource(events), c.seg.snapshot(), t, &c.memo)
 }
 
@@ -167,6 +188,45 @@ func (s *segmenter) snapshot() segmentation {
 		}
 	}
 	return g
+}
+
+// requestMemo remembers the user requests digests quote (shortened), by
+// the event of their user unit, across the plans of one Incremental: a
+// user event's body does not change while the journal extends. Like
+// textMemo it keeps two generations, the requests of about one window.
+type requestMemo struct {
+	cur, prev map[int32]string
+}
+
+// turn starts a new plan.
+func (m *requestMemo) turn() {
+	m.prev, m.cur = m.cur, make(map[int32]string, len(m.cur))
+}
+
+// request returns d.request(cut), remembered by the event of the user
+// unit it quotes. A body that does not decode is not remembered: decoding
+// it again notes it as malformed again, as a plan without memo does.
+func (m *requestMemo) request(d *digester, cut int) string {
+	i := d.prevUser[cut]
+	if i < 0 {
+		return ""
+	}
+	ev := d.b.seg.units[i].event
+	s, ok := m.cur[ev]
+	if !ok {
+		s, ok = m.prev[ev]
+	}
+	if !ok {
+		// d remembers failures too: a request d has seen that is not
+		// remembered here failed earlier in this plan.
+		_, seen := d.requests[i]
+		before := len(d.b.report.Malformed)
+		if s = d.request(cut); seen || len(d.b.report.Malformed) != before {
+			return s
+		}
+	}
+	m.cur[ev] = s
+	return s
 }
 
 // textMemo remembers the token counts of whole texts across the plans of

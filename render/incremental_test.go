@@ -3,6 +3,8 @@ package render_test
 import (
 	"bytes"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/agentcapsule/capsule/journal"
@@ -17,32 +19,58 @@ import (
 // prefixes to one wire.Incremental, for random targets and windows, and
 // checks every result against wire.Render of the same prefix: the same
 // bytes, the same report, the same error. Between prefixes it may change
-// the target, shrink the journal, or insert an event earlier in total
-// order (as a merge does): each must give the full render's answer too.
+// the target (all of it, only the model within its API, only the tool
+// set or only the window, or back to the first target), shrink the
+// journal, or insert an event earlier in total order (as a merge does):
+// each must give the full render's answer too.
 //
 // rapid prints the seed of a failure; replay it with
 //
 //	go test ./render -run TestIncrementalProperties -rapid.seed=SEED
 func TestIncrementalProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		tg := rendertest.GenTarget(t)
+		first := rendertest.GenTarget(t)
+		tg := first
 		events := rendertest.GenJournal(t, tg.Producer()).Journal.Events()
 		var inc wire.Incremental
 		n := 0
 		for round := 0; n < len(events) || round == 0; round++ {
-			switch rapid.IntRange(0, 9).Draw(t, "change") {
+			switch rapid.IntRange(0, 13).Draw(t, "change") {
 			case 0:
 				tg = rendertest.GenTarget(t)
 			case 1:
 				n = rapid.IntRange(0, n).Draw(t, "shrink")
 			case 2:
 				events = insertEarlier(t, events, n)
+			case 3:
+				tg = switchModel(t, tg)
+			case 4:
+				tg = first // a switch back: A -> B -> A
+			case 5:
+				tg.Tools = rendertest.GenTarget(t).Tools
+			case 6:
+				tg.Window = rendertest.GenTarget(t).Window
 			}
 			n = rapid.IntRange(n, len(events)).Draw(t, "prefix")
 			compareRender(t, &inc, events[:n], tg)
 		}
 		compareRender(t, &inc, events, tg) // the same journal again
 	})
+}
+
+// switchModel returns tg with another model of the same API (its tools,
+// window and thinking kept): a model switch that keeps the wire format,
+// where what an Incremental remembers of the API must still be checked.
+func switchModel(t *rapid.T, tg render.Target) render.Target {
+	var same []render.Target
+	for _, o := range rendertest.Targets {
+		if o.API == tg.API {
+			same = append(same, o)
+		}
+	}
+	o := rapid.SampledFrom(same).Draw(t, "model")
+	tg.Model, tg.Provider = o.Model, o.Provider
+	return tg
 }
 
 // compareRender checks that inc renders events for tg as wire.Render does.
@@ -195,4 +223,81 @@ func TestIncrementalToolNameShift(t *testing.T) {
 	compare()
 	j.Exchange(p, "s2", "c2", rep.ToolNames[0].To, `{}`, "two").User("more")
 	compare()
+}
+
+// TestReserveBound checks, for random journals and targets, that the
+// fit's cheap bound of the room a digest needs is never below the exact
+// count at any cut: where the fit trusts the bound it must decide as the
+// exact count would.
+func TestReserveBound(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		tg := rendertest.GenTarget(t)
+		j := rendertest.GenJournal(t, tg.Producer()).Journal
+		if rapid.Bool().Draw(t, "oddRequest") {
+			// Dense in tokens per byte, and quoting expands control
+			// and invalid bytes: the bound is tightest here.
+			odd := rapid.StringOfN(rapid.RuneFrom([]rune("a,1 .é\u2028\x00日\n\"")), 100, 400, -1)
+			j.User(odd.Draw(t, "request"))
+			j.Say(tg.Producer(), "odd", "ok")
+		}
+		if err := render.ReserveBounded(j.Events(), tg); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestIncrementalCutMovesBack grows a journal whose usage events move the
+// calibrated factor down and up, so the window's cut moves back and forth
+// between calls of one wire.Incremental: what it remembers of the part
+// before the cut (the digest's summary) must follow it both ways.
+func TestIncrementalCutMovesBack(t *testing.T) {
+	p := rendertest.Claude
+	j := &rendertest.Journal{}
+	j.Add(journal.KindModelChange, journal.ModelChange{Provider: p.Provider, API: p.API, Model: p.Model})
+	tg := render.Target{API: render.Anthropic, Model: p.Model, Window: 6000, Tools: rendertest.ToolSet("search")}
+	var inc wire.Incremental
+	var digests []string
+	for turn := 0; turn < 60; turn++ {
+		id := "c" + strconv.Itoa(turn)
+		j.User("request "+id).Exchange(p, "s"+id, id, "search", `{"q":"x"}`, strings.Repeat("result words ", 40))
+		// The factor is calibrated on the newest 32 usage events: swing
+		// it between 1.05 and 2 (where the window holds about half).
+		input := int64(1000)
+		if turn%6 >= 3 {
+			input = 2000
+		}
+		for k := 0; k < 32; k++ {
+			j.Usage(p, input, 1000)
+		}
+		want, wantRep, err := wire.Render(j.Events(), tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotRep, err := inc.Render(j.Events(), tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("turn %d: body differs:\n got %s\nwant %s", turn, got, want)
+		}
+		if d := cmp.Diff(wantRep, gotRep); d != "" {
+			t.Fatalf("turn %d: report differs (-want +got):\n%s", turn, d)
+		}
+		digests = append(digests, wantRep.Digest)
+	}
+	back := 0
+	for i := 1; i < len(digests); i++ {
+		if digests[i] != "" && digests[i-1] != "" && droppedEvents(digests[i]) < droppedEvents(digests[i-1]) {
+			back++
+		}
+	}
+	if back == 0 {
+		t.Fatalf("the cut never moved back: digests %q", digests)
+	}
+}
+
+// droppedEvents reads the event count of a digest text.
+func droppedEvents(digest string) int {
+	n, _ := strconv.Atoi(strings.Fields(strings.TrimPrefix(digest, "[Context note: "))[0])
+	return n
 }

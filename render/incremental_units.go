@@ -3,6 +3,7 @@ package render
 import (
 	"maps"
 	"slices"
+	"sort"
 )
 
 // unitMemo remembers the units earlier plans of one Incremental built, so
@@ -128,4 +129,68 @@ func copyItem(it Item) Item {
 		it.Step = &st
 	}
 	return it
+}
+
+// stable returns how many units at the start of the segmentation no later
+// event changes: those before the open step (or all units, without one).
+// Deferred instructions are not units of the segmenter yet.
+func (s *segmenter) stable() int {
+	if s.cur >= 0 {
+		return s.cur
+	}
+	return len(s.seg.units)
+}
+
+// summaryMemo keeps the digest's summary of the units before a cut across
+// the plans of one Incremental, so that a cut that moves forward costs
+// the units it passes, not the whole journal before it. It summarizes
+// only stable units (segmenter.stable); a cut that moves back starts it
+// afresh.
+type summaryMemo struct {
+	stable        int // set by Incremental.Plan
+	upTo          int // units [0, upTo) are summarized
+	units, events int
+	seen          map[int32]bool // names by segmentation.names index
+	tools         []string       // the tool names, in order of first use
+}
+
+// summary returns digester.summary(cut).
+func (m *summaryMemo) summary(b *builder, cut int) (units, events int, tools []string) {
+	if cut < m.upTo || m.seen == nil {
+		*m = summaryMemo{stable: m.stable, seen: map[int32]bool{}}
+	}
+	for ; m.upTo < min(cut, m.stable); m.upTo++ {
+		m.add(&b.seg, m.upTo)
+	}
+	if m.upTo < cut { // units that may still change: summarized apart
+		tail := summaryMemo{units: m.units, events: m.events, seen: maps.Clone(m.seen), tools: slices.Clone(m.tools)}
+		for i := m.upTo; i < cut; i++ {
+			tail.add(&b.seg, i)
+		}
+		return tail.result()
+	}
+	return m.result()
+}
+
+// add summarizes unit i, as digester.summary does.
+func (m *summaryMemo) add(g *segmentation, i int) {
+	u := &g.units[i]
+	if u.kind == unitInstr {
+		return
+	}
+	m.units++
+	m.events += u.size()
+	for _, c := range g.callsOf(u) {
+		if !m.seen[c.name] {
+			m.seen[c.name] = true
+			m.tools = append(m.tools, g.callName(&c))
+		}
+	}
+}
+
+// result returns the summary, with the tools sorted and deduplicated.
+func (m *summaryMemo) result() (units, events int, tools []string) {
+	tools = slices.Clone(m.tools)
+	sort.Strings(tools)
+	return m.units, m.events, slices.Compact(tools)
 }

@@ -54,7 +54,7 @@ type counter struct {
 }
 
 func newCounter(encoding string) *counter {
-	c := &counter{memo: make(map[string]int, 1024)}
+	c := &counter{} // memo is made at the first piece: an Incremental lends its own
 	if encoding == cl100k {
 		c.codec, c.split = codecs[cl100k](), splitCl100k
 	} else {
@@ -67,6 +67,9 @@ func newCounter(encoding string) *counter {
 func (c *counter) pieceCount(p string) int {
 	n, ok := c.memo[p]
 	if !ok {
+		if c.memo == nil {
+			c.memo = make(map[string]int, 1024)
+		}
 		n, _ = c.codec.Count(p)
 		c.memo[p] = n
 	}
