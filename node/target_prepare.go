@@ -33,6 +33,9 @@ func (a *tenant) prepare(act transfer.Action) []string {
 		}
 	}
 	probs = append(probs, a.secretProblems(in.capsule())...)
+	if len(probs) == 0 {
+		probs = a.prepareCompat(in.capsule(), in.m)
+	}
 	if len(probs) > 0 {
 		return probs
 	}
