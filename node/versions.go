@@ -104,7 +104,7 @@ func (p *pinning) journalVersion() int {
 func (a *tenant) pin(mr *moveRun, reads map[schema.Kind]compat.Range, frozen bool) string {
 	m, size, err := a.pinState()
 	if err != nil {
-		return "versions: " + err.Error()
+		return "version exchange (checked by the source): " + err.Error()
 	}
 	for _, k := range schema.Kinds {
 		r, ok := reads[k]
@@ -112,21 +112,21 @@ func (a *tenant) pin(mr *moveRun, reads map[schema.Kind]compat.Range, frozen boo
 		if !ok || k == schema.Journal || v >= r.Floor && v <= r.Current {
 			continue
 		}
-		return fmt.Sprintf("versions: this capsule holds %s version %d, the target reads %s versions %d to %d; no step hands it down without loss, so the move is refused",
+		return fmt.Sprintf("version exchange (checked by the source): this capsule holds %s version %d, the target reads %s versions %d to %d; no step hands it down without loss, so the move is refused",
 			k, v, k, r.Floor, r.Current)
 	}
 	r := reads[schema.Journal]
 	view := journal.SchemaVersion
 	if r.Current < view {
 		if err := a.journalView(size, r.Current); err != nil {
-			return fmt.Sprintf("versions: the target reads journal versions %d to %d and this journal, of version %d, cannot be handed down: %v",
+			return fmt.Sprintf("version exchange (checked by the source): the target reads journal versions %d to %d and this journal, of version %d, cannot be handed down: %v",
 				r.Floor, r.Current, journal.SchemaVersion, err)
 		}
 		view = r.Current
 	}
 	if frozen {
 		if got := mr.pin.journalVersion(); got > r.Current {
-			return fmt.Sprintf("versions: the frozen manifest records journal version %d, the target reads %d to %d (it stated its versions only after the freeze)",
+			return fmt.Sprintf("version exchange (checked by the source): the frozen manifest records journal version %d, the target reads %d to %d (it stated its versions only after the freeze)",
 				got, r.Floor, r.Current)
 		}
 		return ""
