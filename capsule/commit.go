@@ -50,7 +50,8 @@ func (tx *Tx) SetHolder(h manifest.Holder) { tx.m.Holder = h }
 // SetJournal records the committed journal. The journal's bytes must
 // already be durable in memory/timeline_events.jsonl (the journal comes
 // before the manifest in the commit order); this checks that the file holds
-// at least j.Bytes bytes.
+// at least j.Bytes bytes. It records the journal's schema version as the
+// highest v of the committed lines (FORMAT §11.6).
 func (tx *Tx) SetJournal(j manifest.Journal) error {
 	fi, err := tx.c.fsys.Stat(tx.c.path(manifest.JournalPath))
 	if err != nil {
@@ -58,6 +59,9 @@ func (tx *Tx) SetJournal(j manifest.Journal) error {
 	}
 	if fi.Size() < j.Bytes {
 		return fmt.Errorf("set journal: the journal holds %d bytes, fewer than the %d to commit", fi.Size(), j.Bytes)
+	}
+	if err := tx.setJournalVersion(j.Bytes, j.Events); err != nil {
+		return err
 	}
 	tx.m.Journal = j
 	return nil

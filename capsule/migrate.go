@@ -173,8 +173,8 @@ func schemaVersion(m *manifest.Manifest, k schema.Kind) int {
 }
 
 // PlanUp returns, for every kind of m older than this release writes, how
-// it migrates, or the refusal. The journal is listed with no path: its
-// lines keep their version.
+// it migrates, or the refusal. The journal is never listed: its lines keep
+// their version, and the manifest records the highest of them.
 func PlanUp(m *manifest.Manifest) ([]KindPlan, error) {
 	if err := Refusal(m); err != nil {
 		return nil, err
@@ -186,8 +186,8 @@ func PlanUp(m *manifest.Manifest) ([]KindPlan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("capsule: plan %s: %w", k, err)
 		}
-		if p.Action != schema.Migrate {
-			continue
+		if p.Action != schema.Migrate || k == schema.Journal {
+			continue // journal lines keep their version; a reader reads them through its steps (FORMAT §11.6)
 		}
 		kp := KindPlan{Kind: k, Path: kindFiles[k], From: v, To: schema.Current[k], Destructive: p.Destructive}
 		for _, s := range p.Steps {

@@ -182,7 +182,15 @@ func (mg *migration) run(tx *Tx) ([]byte, error) {
 	}
 	for _, k := range schema.Kinds {
 		from, to := schemaVersion(tx.m, k), mg.target[k]
-		if from == to {
+		if from == to || k == schema.Journal && from < to {
+			continue // journal lines keep their version (FORMAT §11.6)
+		}
+		if k == schema.Journal {
+			ch, err := mg.journalDown(tx, from, to)
+			if err != nil {
+				return nil, fmt.Errorf("migrate: %s version %d to %d: %w", k, from, to, err)
+			}
+			mg.r.Changes = append(mg.r.Changes, ch)
 			continue
 		}
 		ch, kept, err := mg.kind(tx, k, from, to, &orig)

@@ -369,7 +369,7 @@ func TestReadPathsRefuseAndWriteNothing(t *testing.T) {
 	}{
 		{schema.Environment, 3, "0.4.0", "environment schema version 3 (written by 0.4.0) is newer than release " + schema.Release + " reads (1 to 2): read it with release 0.4.0 or later; nothing was written"},
 		{schema.MemoryIndex, 0, "0.1.0", "schemas.memory_index: is 0, versions start at 1"}, // below every floor: the manifest is malformed
-		{schema.Journal, 2, "0.3.0", "journal schema version 2 (written by 0.3.0) is newer than release " + schema.Release + " reads (1 to 1): read it with release 0.3.0 or later"},
+		{schema.Journal, 3, "0.4.0", "journal schema version 3 (written by 0.4.0) is newer than release " + schema.Release + " reads (1 to 2): read it with release 0.4.0 or later"},
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.kind), func(t *testing.T) {

@@ -2,6 +2,7 @@ package compat
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -88,12 +89,15 @@ func readHistory(r io.Reader) *history {
 			h.minV = e.V
 		}
 		h.maxV = max(h.maxV, e.V)
-		if e.V == 1 && v2Kinds[string(e.Kind)] {
-			h.v1Authority = append(h.v1Authority, e.ID)
-			return nil
-		}
 		return h.add(e)
 	})
+	var kv *journal.KindVersionError
+	if errors.As(err, &kv) && kv.V == 1 {
+		h.v1Authority = append(h.v1Authority, kv.ID) // the reader refuses it; report the event
+		h.events++
+		h.minV = 1
+		return h
+	}
 	h.parseProblem = err
 	return h
 }

@@ -11,8 +11,9 @@ import (
 
 // resolve finds the tool name under the spec and the release: a built-in
 // (its effect the release's, its approval the spec's rule when it names
-// one), or a tool "server.tool" of one of the spec's MCP servers (its own
-// rule when the server names it, else the server's).
+// one), or, for a release that starts MCP servers, a tool "server.tool" of
+// one of the spec's MCP servers (its own rule when the server names it, else
+// the server's).
 func resolve(name string, s *Spec, r Release) (Rule, bool) {
 	if b, ok := r.Tools[name]; ok {
 		rule := Rule{Effect: b.Effect, Approval: b.Approval}
@@ -22,7 +23,7 @@ func resolve(name string, s *Spec, r Release) (Rule, bool) {
 		return rule, true
 	}
 	srv, tool, ok := s.server(name)
-	if !ok {
+	if !ok || !r.MCP {
 		return Rule{}, false
 	}
 	rule := Rule{Effect: srv.Effect, Approval: srv.Approval}

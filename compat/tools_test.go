@@ -116,3 +116,33 @@ func orEmpty(m map[string]any) map[string]any {
 	}
 	return m
 }
+
+// Release 0.3.0 adds the run tool and serves the tools of the spec's MCP
+// servers; release 0.2.0 has neither, so a journal that names them is
+// refused there and reads here (FORMAT §11.9.1, docs/RELEASES.md).
+func TestReleaseTable030(t *testing.T) {
+	spec := specV2(t, map[string]any{"mcp_servers": []any{server("web", "read", "never", nil)}})
+	j := newJournal(t)
+	j.call("c1", 1, "1", "run")
+	j.result("r1", 1, "1", "run")
+	j.call("c2", 1, "2", "web.search")
+	j.result("r2", 1, "2", "web.search")
+	j.call("c3", 1, "3", "read_file")
+	j.result("r3", 1, "3", "read_file")
+	if rep := check(t, spec, j, Current()); len(rep.Issues) != 0 || rep.Refused {
+		t.Errorf("release %s: %+v", schema.Release, rep.Issues)
+	}
+	want := []issueSummary{
+		{CodeToolMissing, ActionRefuse, "run", []string{j.id("c1"), j.id("r1")}},
+		{CodeToolMissing, ActionRefuse, "web.search", []string{j.id("c2"), j.id("r2")}},
+	}
+	if d := cmp.Diff(want, summaries(check(t, spec, j, Release020()).Issues)); d != "" {
+		t.Errorf("release 0.2.0 (-want +got):\n%s", d)
+	}
+	if r, err := LookupRelease("0.2.0"); err != nil || r.Reads[schema.Journal].Current != 1 || r.Reads[schema.Environment].Current != 2 {
+		t.Errorf("release 0.2.0 reads %+v, %v", r.Reads, err)
+	}
+	if b := Current().Tools["run"]; b.Effect != schema.EffectExternal || b.Approval != schema.ApprovalNever {
+		t.Errorf("run: %+v", b)
+	}
+}

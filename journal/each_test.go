@@ -30,7 +30,7 @@ func eachAll(t *testing.T, data []byte) ([]Event, error) {
 // and gets Decode's events, with every body located in the file.
 func TestEachMatchesDecode(t *testing.T) {
 	events := chainOf(t, 20000)
-	unknown := []byte(`{"body":{"x":1},"clock":20001,"epoch":1,"id":"sha256:` + strings.Repeat("0", 64) + `","kind":"future","machine":"c","seq":1,"v":2,"zz":true}`)
+	unknown := []byte(`{"body":{"x":1},"clock":20001,"epoch":1,"id":"sha256:` + strings.Repeat("0", 64) + `","kind":"future","machine":"c","seq":1,"v":3,"zz":true}`)
 	e := Event{Machine: "c", Seq: 1, Clock: 20001, Epoch: 1, V: 2, Kind: "future", Body: []byte(`{"x":1}`), Raw: unknown}
 	id, err := ComputeID(&e)
 	if err != nil {

@@ -19,8 +19,10 @@ import (
 	"fmt"
 )
 
-// SchemaVersion is the version of the event envelope and bodies this release writes.
-const SchemaVersion = 1
+// SchemaVersion is the version of the event envelope and bodies this release
+// writes: every event it appends carries it in v, after older lines in the
+// same file (docs/FORMAT.md §11.6). Lines from FloorVersion up are read.
+const SchemaVersion = 2
 
 // Kind names what an event records.
 type Kind string

@@ -8,7 +8,7 @@ import (
 	"github.com/agentcapsule/capsule/digest"
 )
 
-// parseFast parses the common line: a version-1 envelope of a known kind
+// parseFast parses the common line: a version-1 or version-2 envelope of a known kind
 // whose envelope strings need no escapes and whose id is right. It matches
 // the members in their canonical order instead of scanning them generically,
 // which makes reading a journal several times faster. It returns ok false
@@ -43,8 +43,8 @@ func parseFast(line []byte, in *interner) (Event, bool) {
 	if c.has(`,"time":"`) {
 		wall = c.str()
 	}
-	c.lit(`,"v":1}`)
-	if !c.ok || c.i != len(line) || e.Kind == "" || e.Machine == "" || e.Clock == 0 || e.Seq == 0 || (prevAt < 0) != (e.Seq == 1) {
+	v := c.version()
+	if !c.ok || v < KindSince(e.Kind) || c.i != len(line) || e.Kind == "" || e.Machine == "" || e.Clock == 0 || e.Seq == 0 || (prevAt < 0) != (e.Seq == 1) {
 		return Event{}, false
 	}
 	if wall != nil && !validTime(wall) || !hashMatches(in.hasher(), line, idStart, idEnd, hexAt) {
@@ -53,7 +53,7 @@ func parseFast(line []byte, in *interner) (Event, bool) {
 	if prevAt >= 0 && !in.setPrev(&e, line[prevAt-7:prevAt+64]) {
 		return Event{}, false
 	}
-	e.V = 1
+	e.V = v
 	idOff := in.set(&e, fieldID, line[hexAt-7:hexAt+64])
 	if wall != nil {
 		in.set(&e, fieldTime, wall)
@@ -122,6 +122,24 @@ func (c *cursor) lit(s string) {
 		return
 	}
 	c.ok = false
+}
+
+// version reads the closing `,"v":N}` of a line whose version this
+// release writes or reads (FloorVersion to SchemaVersion, one digit); any
+// other version takes the general path.
+func (c *cursor) version() int {
+	c.lit(`,"v":`)
+	if !c.ok || len(c.b)-c.i < 2 || c.b[c.i+1] != '}' {
+		c.ok = false
+		return 0
+	}
+	v := int(c.b[c.i]) - '0'
+	if v < FloorVersion || v > SchemaVersion {
+		c.ok = false
+		return 0
+	}
+	c.i += 2
+	return v
 }
 
 // has consumes s if the line continues with it.

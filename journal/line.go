@@ -89,6 +89,9 @@ func parseOwned(line []byte, in *interner) (Event, error) {
 	if err := checkID(line, spans, idAt, e.ID); err != nil {
 		return Event{}, err
 	}
+	if err := e.checkKindVersion(); err != nil {
+		return Event{}, err
+	}
 	if extra || e.V > SchemaVersion || !e.Kind.Known() {
 		e.Raw = line
 	}

@@ -195,7 +195,7 @@ func fixID(t testing.TB, line []byte) []byte {
 }
 
 func TestUnknownKindPreservedByteForByte(t *testing.T) {
-	line := fixID(t, []byte(`{"body":{"a":[1.5,true,null],"z":"\u001f"},"clock":1,"epoch":0,"future":{"x":1},"id":"sha256:`+strings.Repeat("0", 64)+`","kind":"telepathy","machine":"m","seq":1,"v":2}`))
+	line := fixID(t, []byte(`{"body":{"a":[1.5,true,null],"z":"\u001f"},"clock":1,"epoch":0,"future":{"x":1},"id":"sha256:`+strings.Repeat("0", 64)+`","kind":"telepathy","machine":"m","seq":1,"v":3}`))
 	e, err := ParseLine(line)
 	if err != nil {
 		t.Fatal(err)

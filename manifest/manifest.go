@@ -120,7 +120,8 @@ type File struct {
 var EmptyDigest = digest.FromBytes(nil)
 
 // New returns a manifest for a new agent with every schema at this release's
-// version, an empty journal and no files; the caller adds the files.
+// version (the empty journal at version 1), an empty journal and no files;
+// the caller adds the files.
 func New(agent Agent, w Writer) *Manifest {
 	m := &Manifest{
 		Format:  FormatVersion,
@@ -132,6 +133,10 @@ func New(agent Agent, w Writer) *Manifest {
 	for _, k := range schema.Kinds {
 		m.Schemas[k] = schema.Current[k]
 	}
+	// The journal's version is the highest v of its committed lines; an
+	// empty journal has none and is version 1, which every release reads
+	// (FORMAT §11.6).
+	m.Schemas[schema.Journal] = 1
 	return m
 }
 

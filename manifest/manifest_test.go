@@ -218,7 +218,7 @@ func TestCheckVersions(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Error(diff)
 	}
-	if err := m.CheckVersions(); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "journal schema version 2 (written by "+m.Writer.Release+") is newer") {
+	if err := m.CheckVersions(); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), fmt.Sprintf("journal schema version %d (written by %s) is newer", schema.Current[schema.Journal]+1, m.Writer.Release)) {
 		t.Errorf("CheckVersions: %v", err)
 	}
 }

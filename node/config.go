@@ -34,6 +34,11 @@ type Config struct {
 	Listen string
 	// Socket is the local API's unix socket path; empty: DIR/node.sock; "-": none.
 	Socket string
+	// ReadJournalUpTo, if above 0, makes this node read journal versions
+	// only up to it, as a node of release 0.2.0 reads version 1 only: it
+	// states so in the version exchange of a move and refuses to prepare
+	// a newer one (a test knob for rolling upgrades; 0: this release's).
+	ReadJournalUpTo int
 	// Canary is a folder of the operator's representative capsules (one
 	// capsule folder per entry, on the host), read through the full read
 	// path at start with the embedded fixtures before the node is ready

@@ -8,6 +8,7 @@ import (
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/node/agentlog"
+	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/transfer"
 	"github.com/agentcapsule/capsule/vfs"
 )
@@ -88,6 +89,10 @@ func (a *tenant) frozenInventory(mr *moveRun) (transfer.Inventory, error) {
 	m.Holder = manifest.Holder{Node: string(a.n.id), Epoch: a.holder.Holder()}
 	sum := a.log.Summary() // the runner is stopped: the journal is still
 	m.Journal = manifestJournal(sum)
+	// The freeze just appended a line at this release's version, unless
+	// the target reads an older one and gets the down-converted view
+	// (versions.go, FORMAT §11.6).
+	m.Schemas[schema.Journal] = mr.pin.journalVersion()
 	m.Writer = a.n.writer()
 	if m.Writer.Commit == "" {
 		m.Writer.Commit = "unknown"

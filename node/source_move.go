@@ -216,6 +216,11 @@ func (n *Node) send(a *tenant, mr *moveRun, m transfer.Message) []transfer.Input
 			mr.markRunningOnTarget(n.clock.Now())
 		}
 		if tm.Type == transfer.MsgWant || tm.Type == transfer.MsgPromise {
+			if why := a.pin(mr, peerReads(r.Body), tm.Type == transfer.MsgPromise); why != "" {
+				n.log.Warn("move refused by the version exchange", "agent", a.id, "move", mr.id, "to", m.To, "reason", why)
+				out = append(out, transfer.Receive(refusedBySource(tm, why)))
+				continue
+			}
 			mr.noteWant(m.Blobs, tm.Want, r.Bases)
 			mr.noteTargetJournal(tm.Have)
 		}

@@ -51,6 +51,8 @@ type moveRun struct {
 	tgtJournalKnown bool
 	// lastReplies are the replies to the message of the last push.
 	lastReplies []api.Message
+	// pin is what the version exchange decided (versions.go).
+	pin pinning
 }
 
 func newMoveRun(id string, to ID, epoch uint64) *moveRun {

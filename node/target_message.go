@@ -45,7 +45,7 @@ func (n *Node) Message(ctx context.Context, from string, am api.Message) (api.Re
 	if reply == nil {
 		return api.Replies{}, nil
 	}
-	return api.Replies{Messages: []api.Message{{Call: string(reply.Type), Body: mustJSON(reply), Bases: bases}}}, nil
+	return api.Replies{Messages: []api.Message{{Call: string(reply.Type), Body: n.replyBody(reply), Bases: bases}}}, nil
 }
 
 // noteIntent makes the operator's intent an activate carries durable in

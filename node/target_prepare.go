@@ -29,11 +29,14 @@ func (a *tenant) prepare(act transfer.Action) []string {
 	}
 	var probs []string
 	for _, k := range schema.Kinds {
-		if v, ok := in.m.Schemas[k]; ok && !schema.CanRead(k, v) {
+		if v, ok := in.m.Schemas[k]; ok && !a.n.canRead(k, v) {
 			probs = append(probs, fmt.Sprintf("schema %s version %d is not readable by release %s", k, v, schema.Release))
 		}
 	}
 	probs = append(probs, a.secretProblems(in.capsule())...)
+	if len(probs) == 0 {
+		probs = a.prepareCompat(in.capsule(), in.m)
+	}
 	if len(probs) > 0 {
 		return probs
 	}

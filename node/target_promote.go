@@ -100,6 +100,7 @@ func (a *tenant) startAfterMove(act transfer.Action, source string, snap *capsul
 	// The move and the new epoch are journaled together: one fsync.
 	kinds := []journal.Kind{journal.KindMoved, journal.KindEpoch}
 	bodies := []any{journal.Moved{From: source, To: string(a.n.id), Epoch: act.Epoch}, journal.EpochStart{Epoch: act.Epoch, Holder: string(a.n.id)}}
+	kinds, bodies = a.takeMappings(kinds, bodies) // the prepare's tool mappings come first (compat.go)
 	_, err := a.log.AppendAll(act.Epoch, a.n.wallTime(), kinds, bodies)
 	if err = errors.Join(err, renamed()); err != nil {
 		return err

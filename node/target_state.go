@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/agentcapsule/capsule/compat"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -30,6 +31,9 @@ type targetSide struct {
 	snaps   snapMemo             // the snapshot.json parsed last
 	snapPre snapAhead            // a snapshot.json of a push being parsed in the background (own lock)
 	att     agentlog.Attachments // attachments of the journal copy
+	// mappings are the tool_mapping events the prepare's compatibility
+	// check found, journaled when the agent starts here (compat.go).
+	mappings []compat.Append
 }
 
 // snapMemo is the snapshot.json this node parsed last for the agent: an

@@ -27,7 +27,9 @@ func (a *tenant) mayRun() (uint64, bool) {
 }
 
 // startLocked opens the journal and starts the runner, appending ev (a
-// lifecycle event) first. It refuses unless mayRun allows it.
+// lifecycle event) first. It refuses unless mayRun allows it, and unless
+// the compatibility checks pass (compat.go), which journal any tool
+// mapping before ev.
 func (a *tenant) startLocked(kind journal.Kind, body any) error {
 	if a.run != nil {
 		return nil
@@ -38,6 +40,9 @@ func (a *tenant) startLocked(kind journal.Kind, body any) error {
 	}
 	if err := a.openLog(epoch); err != nil {
 		return a.refuse(err)
+	}
+	if err := a.compatGate(epoch); err != nil {
+		return err
 	}
 	if _, err := a.log.Append(kind, epoch, a.n.wallTime(), body); err != nil {
 		if errors.Is(err, journal.ErrStaleEpoch) {

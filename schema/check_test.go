@@ -60,7 +60,8 @@ func TestCheckFindsEveryBreak(t *testing.T) {
 		}, "snapshot: floor 2, current 1"},
 		"written version without a release": {func() {
 			h := registry[Journal]
-			h.Current = 2
+			h.Versions = append([]Version(nil), h.Versions...)
+			h.Versions[1].Since = ""
 			registry[Journal] = h
 		}, "journal: version 2 is written but names no release"},
 		"stray step": {func() {

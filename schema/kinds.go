@@ -12,9 +12,9 @@ func histories() map[Kind]History {
 		{Kind: Manifest, Where: "manifest.json: format and schemas.manifest", Floor: 1, Current: 1, Versions: []Version{
 			{1, "identity, holder, per-kind schema versions, writer, digests of the layout files, committed journal", "0.1.0"},
 		}},
-		{Kind: Journal, Where: "memory/timeline_events.jsonl: v of every event, and schemas.journal", Floor: 1, Current: 1, Versions: []Version{
+		{Kind: Journal, Where: "memory/timeline_events.jsonl: v of every event, and schemas.journal (the highest v committed)", Floor: 1, Current: 2, Versions: []Version{
 			{1, "RFC 8785 envelope with per-machine chains, Lamport clocks and epochs; conversation and move kinds", "0.1.0"},
-			{2, "same envelope; adds tool_dispatch, approval_request, approval, effect_outcome and tool_mapping; tool_result gains interrupted and outcome", ""},
+			{2, "same envelope; adds tool_dispatch, approval_request, approval, effect_outcome and tool_mapping; tool_result gains interrupted and outcome", "0.3.0"},
 		}},
 		{Kind: Session, Where: "memory/working_memory.md: schemas.session", Floor: 1, Current: 1, Versions: []Version{
 			{1, "the agent's notes, UTF-8 Markdown", "0.1.0"},

@@ -12,7 +12,7 @@ package schema
 // Release is the version of this build of Capsule, recorded as the writer of
 // every record it stores. It is the one place the release string comes from
 // (docs/RELEASES.md lists every release with its commit).
-const Release = "0.2.0"
+const Release = "0.3.0"
 
 // Kind names one kind of state with its own schema version.
 type Kind string

@@ -123,26 +123,28 @@ func migrateUpAndBack(t *testing.T, dir, release, listing string) {
 	if out, _, code := capsuleCLI(t, "migrate", dir); code != exitOK || !strings.Contains(out, "nothing to do") {
 		t.Errorf("second migrate: exit %d: %s", code, out)
 	}
-	if release != "0.1.0" { // a newer release's capsule rolls back to 0.1.0 and up again
-		for _, to := range []string{"0.1.0", schema.Release} {
-			if out, errs, code := capsuleCLI(t, "migrate", dir, "--to", to); code != exitOK {
-				t.Fatalf("migrate --to %s: exit %d: %s%s", to, code, out, errs)
-			}
-			if out, errs, code := capsuleCLI(t, "verify", dir); code != exitOK {
-				t.Fatalf("verify at the versions of %s: exit %d: %s%s", to, code, out, errs)
-			}
+	if release != schema.Release { // up and straight back: byte for byte what that release wrote (FORMAT §11.5)
+		if out, errs, code := capsuleCLI(t, "migrate", dir, "--to", release); code != exitOK {
+			t.Fatalf("migrate --to %s: exit %d: %s%s", release, code, out, errs)
+		}
+		compareTree(t, listing, dir)
+	}
+	if release == "0.1.0" {
+		return
+	}
+	// A newer release's capsule rolls back to 0.1.0 and up again, and keeps
+	// its spec; its manifest then names this build as its writer.
+	for _, to := range []string{"0.1.0", schema.Release, release} {
+		if out, errs, code := capsuleCLI(t, "migrate", dir, "--to", to); code != exitOK {
+			t.Fatalf("migrate --to %s: exit %d: %s%s", to, code, out, errs)
+		}
+		if out, errs, code := capsuleCLI(t, "verify", dir); code != exitOK {
+			t.Fatalf("verify at the versions of %s: exit %d: %s%s", to, code, out, errs)
 		}
 	}
-	if out, errs, code := capsuleCLI(t, "migrate", dir, "--to", release); code != exitOK {
-		t.Fatalf("migrate --to %s: exit %d: %s%s", release, code, out, errs)
+	if out, _, _ := capsuleCLI(t, "env", "show", dir, "--json"); out != readFile(t, filepath.Join(filepath.Dir(listing), "env.json")) {
+		t.Errorf("a rollback to 0.1.0 and back lost the spec %s wrote:\n%s", release, out)
 	}
-	if release == schema.Release {
-		if out, _, _ := capsuleCLI(t, "env", "show", dir, "--json"); out != readFile(t, filepath.Join(filepath.Dir(listing), "env.json")) {
-			t.Errorf("a rollback to 0.1.0 and back lost the spec 0.2.0 wrote:\n%s", out)
-		}
-		return // the manifest names this build as its writer now
-	}
-	compareTree(t, listing, dir)
 }
 
 func readFile(t *testing.T, p string) string {

@@ -36,7 +36,7 @@ func TestVersionJSON(t *testing.T) {
 
 func TestVersionText(t *testing.T) {
 	out := mustCLI(t, "version")
-	if !strings.HasPrefix(out, "capsule 0.2.0\n") || !strings.Contains(out, "schema  environment   2 (reads from 1)") || !strings.Contains(out, "schema  stat_cache") {
+	if !strings.HasPrefix(out, "capsule 0.3.0\n") || !strings.Contains(out, "schema  journal       2 (reads from 1)") || !strings.Contains(out, "schema  environment   2 (reads from 1)") || !strings.Contains(out, "schema  stat_cache") {
 		t.Errorf("version =\n%s", out)
 	}
 }
