@@ -38,7 +38,9 @@ type Described interface {
 func Describe(tb Toolbox, name string) ToolInfo {
 	var info ToolInfo
 	if d, ok := tb.(Described); ok {
-		info, _ = d.Info(name)
+		if i, ok := d.Info(name); ok {
+			info = i
+		}
 	}
 	info.Name = name
 	switch info.Effect {
