@@ -234,3 +234,42 @@ func TestPowerLossDuringExternalToolLeavesOutcomeUnknown(t *testing.T) {
 		t.Fatalf("recording twice: %v", err)
 	}
 }
+
+// A failure after the dispatch is durable and before the tool starts (the
+// record of the running tool cannot be written): the tool never runs,
+// and the runner's next step answers the call outcome unknown, from the
+// dispatch in the journal.
+func TestFailureAfterDispatchNeverRunsTheTool(t *testing.T) {
+	mem := vfs.NewMem()
+	ffs := vfs.NewFaulty(mem)
+	g, tools := newGate(), newBumpTools(t, false)
+	n := newNode(t, filepath.Join(t.TempDir(), "n"), nodeOpts{fsys: ffs, agentLoop: true, providers: g.client, endpoint: "http://127.0.0.1:9", tools: tools.open})
+	st, err := n.CreateAgent(t.Context(), api.CreateAgentRequest{Name: "m", Model: planner, Task: "deploy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitChan(t, g.calls, "the model call")
+	g.release <- bumpCall
+	waitingOn(t, n, st.ID, "c1")
+	rule := ffs.Fail(vfs.OpRename, toolMarkFile, vfs.ErrIO)
+	if _, err := n.Approve(t.Context(), st.ID, api.ApproveRequest{CallID: "c1", Decision: api.DecisionApproved, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	waitChan(t, g.calls, "the model call after the interrupted result")
+	if rule.Hits() == 0 || tools.bumps(t) != 0 {
+		t.Fatalf("fault hits %d, %d bumps", rule.Hits(), tools.bumps(t))
+	}
+	var r journal.ToolResult
+	for _, e := range journalOf(t, n, st.ID) {
+		if e.Kind == journal.KindToolResult {
+			_ = json.Unmarshal(e.Body, &r)
+		}
+	}
+	if !r.Interrupted || r.Outcome != journal.OutcomeUnknown {
+		t.Fatalf("result %+v", r)
+	}
+	g.release <- []provider.Output{{Kind: journal.KindAssistant, Body: journal.AssistantMessage{Text: "not retried"}}}
+	if st := waitActivity(t, n, st.ID, activityIdle); len(st.Unresolved) != 1 {
+		t.Fatalf("unresolved %+v", st.Unresolved)
+	}
+}
