@@ -184,3 +184,20 @@ func TestApprovalRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A call of a tool the agent was not offered gets an error result at once:
+// nothing runs, so nothing waits for approval.
+func TestCallOfAnUnofferedToolIsAnswered(t *testing.T) {
+	b := newBook(t)
+	x := newEffectBox(t, ApprovalRequired)
+	b.add(journal.KindModelChange, sim)
+	b.add(journal.KindUser, journal.UserMessage{Text: "go"})
+	b.add(journal.KindToolCall, journal.ToolCall{CallID: "c1", Name: "rm_rf", Producer: simProducer, Step: "s1"})
+	if _, err := Step(context.Background(), effectEnv(b, x, nil)); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := lastOf[journal.ToolResult](t, b, journal.KindToolResult)
+	if !r.IsError || !strings.Contains(r.Content, `no tool "rm_rf"`) || count(b, journal.KindApprovalRequest) != 0 || count(b, journal.KindToolDispatch) != 0 {
+		t.Fatalf("result %+v", r)
+	}
+}

@@ -57,6 +57,11 @@ func runTool(ctx context.Context, env *Env, c journal.ToolCall, t *turn) error {
 	case len(c.Arguments) == 0 && c.RawArguments != "":
 		return errorResult(env, c, "the arguments of %s are not valid JSON; send a JSON object that fits the tool's schema", c.Name)
 	}
+	if !offered(env.Tools, c.Name) {
+		// Nothing runs, so nothing needs approval: the model named a tool
+		// it was not offered.
+		return errorResult(env, c, "no tool %q is offered to this agent; call one of the tools you were given", c.Name)
+	}
 	info := Describe(env.Tools, c.Name)
 	d := journal.ToolDispatch{CallID: c.CallID, Effect: info.Effect, ArgumentsDigest: ArgumentsDigest(c.Arguments), ToolDigest: info.Digest}
 	if info.Approval == ApprovalRequired {
@@ -113,6 +118,16 @@ func askApproval(env *Env, c journal.ToolCall, info ToolInfo, b Binding) error {
 		return err
 	}
 	return &WaitingError{CallID: c.CallID, Name: c.Name}
+}
+
+// offered reports whether tb offers a tool named name to the model.
+func offered(tb Toolbox, name string) bool {
+	for _, t := range tb.Tools() {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // ruleOf says why a call of name needs approval.

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -94,11 +95,17 @@ func (a *tenant) effectSpec() (string, map[string]envspec.Rule, error) {
 }
 
 // effectView is what status shows of approvals and effects, read from
-// the journal file as it grows (guarded by its own lock).
+// the journal file as it grows (guarded by its own lock). It keeps only
+// what the lists need: the open turn (from the newest user event), the
+// newest model_change, and the unresolved effects so far.
 type effectView struct {
 	mu         sync.Mutex
 	view       journalView
-	seen       int // events the lists below reflect
+	kept       int            // events of view already looked at
+	first      string         // the ID of the first of them
+	model      *journal.Event // the newest model_change
+	open       map[string]api.UnresolvedEffect
+	order      []string // call IDs of open, oldest first
 	waiting    []api.WaitingApproval
 	unresolved []api.UnresolvedEffect
 }
@@ -110,19 +117,84 @@ func (a *tenant) effects() ([]api.WaitingApproval, []api.UnresolvedEffect) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	events, err := v.view.refresh(a.n.fsys, filepath.Join(a.capsule(), journalInCap))
-	if err != nil || len(events) == v.seen {
+	if err != nil || len(events) == v.kept {
 		return v.waiting, v.unresolved
 	}
-	v.seen, v.waiting, v.unresolved = len(events), nil, nil
-	if w, err := agent.WaitingOn(events); err == nil && w != nil {
+	if v.kept > 0 && (len(events) < v.kept || events[0].ID != v.first) {
+		// the file was rewritten (a move in, a discard): read it all again
+		v.kept, v.model, v.open, v.order = 0, nil, nil, nil
+	}
+	v.observe(events[v.kept:])
+	turn := events
+	if v.model != nil {
+		turn = append([]journal.Event{*v.model}, events...)
+	}
+	v.waiting = nil
+	if w, err := agent.WaitingOn(turn); err == nil && w != nil {
 		v.waiting = []api.WaitingApproval{{CallID: w.CallID, Tool: w.Tool, ArgumentsDigest: w.ArgumentsDigest, Request: w.Request, Rule: w.Rule}}
 	}
-	if us, err := agent.Unresolved(events); err == nil {
-		for _, u := range us {
-			v.unresolved = append(v.unresolved, api.UnresolvedEffect(u))
+	v.trim(events)
+	return v.waiting, v.unresolved
+}
+
+// observe takes in new events: model changes and unresolved effects.
+func (v *effectView) observe(events []journal.Event) {
+	if v.open == nil {
+		v.open = map[string]api.UnresolvedEffect{}
+	}
+	for i := range events {
+		switch e := &events[i]; e.Kind {
+		case journal.KindModelChange:
+			m := *e
+			v.model = &m
+		case journal.KindToolResult, journal.KindEffectOutcome:
+			us, err := agent.Unresolved(append(v.pending(), *e))
+			if err != nil {
+				continue
+			}
+			v.setOpen(us)
 		}
 	}
-	return v.waiting, v.unresolved
+	v.unresolved = nil
+	for _, id := range v.order {
+		v.unresolved = append(v.unresolved, v.open[id])
+	}
+}
+
+// pending returns the open unresolved effects as the events agent.Unresolved reads.
+func (v *effectView) pending() []journal.Event {
+	var out []journal.Event
+	for _, id := range v.order {
+		u := v.open[id]
+		body, _ := json.Marshal(journal.ToolResult{CallID: u.CallID, Name: u.Tool, Interrupted: true, Outcome: journal.OutcomeUnknown})
+		out = append(out, journal.Event{ID: u.Result, Kind: journal.KindToolResult, Body: body})
+	}
+	return out
+}
+
+func (v *effectView) setOpen(us []agent.UnresolvedEffect) {
+	v.open, v.order = map[string]api.UnresolvedEffect{}, nil
+	for _, u := range us {
+		v.open[u.CallID] = api.UnresolvedEffect(u)
+		v.order = append(v.order, u.CallID)
+	}
+}
+
+// trim drops the events before the newest user event (Decide never reads
+// past it) and the model change it keeps apart.
+func (v *effectView) trim(events []journal.Event) {
+	from := 0
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Kind == journal.KindUser {
+			from = i
+			break
+		}
+	}
+	v.view.events = append([]journal.Event(nil), events[from:]...)
+	v.kept, v.first = len(v.view.events), ""
+	if v.kept > 0 {
+		v.first = v.view.events[0].ID
+	}
 }
 
 // journalEvents reads the agent's whole journal as it is on disk.
