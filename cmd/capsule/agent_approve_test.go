@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/journal"
 )
 
 // A decision or an effect record on a call the agent does not wait on is
@@ -45,5 +46,19 @@ func TestStatusShowsApprovalsAndEffects(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// Every kind this release knows has a one-line summary (a known kind
+// without one would make capsule log fail).
+func TestEveryKnownKindIsSummarized(t *testing.T) {
+	for _, k := range journal.KnownKinds {
+		if summaries[k] == nil {
+			t.Errorf("kind %s has no summary", k)
+		}
+	}
+	got := summaries[journal.KindApproval]([]byte(`{"call_id":"c1","request":"sha256:aa","decision":"denied","by":"alice","reason":"not now"}`))
+	if got != "c1 denied by alice: not now" {
+		t.Fatalf("approval summary %q", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/journal"
 )
 
 func newAgentEffectCmd() *cobra.Command {
@@ -69,5 +70,38 @@ func printEffects(w io.Writer, st api.AgentStatus) {
 	for _, u := range st.Unresolved {
 		fmt.Fprintf(w, "effect:  call %s (%s) outcome unknown: capsule agent effect %s %s --done|--failed --note ...\n",
 			u.CallID, u.Tool, st.ID, u.CallID)
+	}
+}
+
+// The one-line summaries of the kinds of approvals and effects, for
+// capsule log and agent log.
+func init() {
+	summaries[journal.KindToolDispatch] = func(b []byte) string {
+		v := decodeAs[journal.ToolDispatch](b)
+		s := fmt.Sprintf("%s dispatched (%s), arguments %s", v.CallID, v.Effect, v.ArgumentsDigest)
+		if v.Approval != "" {
+			s += ", consumes approval " + v.Approval
+		}
+		return s
+	}
+	summaries[journal.KindApprovalRequest] = func(b []byte) string {
+		v := decodeAs[journal.ApprovalRequest](b)
+		return fmt.Sprintf("%s %s waits for approval, arguments %s: %s", v.CallID, v.Name, v.ArgumentsDigest, v.Rule)
+	}
+	summaries[journal.KindApproval] = func(b []byte) string {
+		v := decodeAs[journal.Approval](b)
+		s := fmt.Sprintf("%s %s by %s", v.CallID, v.Decision, v.By)
+		if v.Reason != "" {
+			s += ": " + v.Reason
+		}
+		return s
+	}
+	summaries[journal.KindEffectOutcome] = func(b []byte) string {
+		v := decodeAs[journal.EffectOutcome](b)
+		s := fmt.Sprintf("%s outcome %s, recorded by %s", v.CallID, v.Outcome, v.By)
+		if v.Note != "" {
+			s += ": " + v.Note
+		}
+		return s
 	}
 }
