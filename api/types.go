@@ -72,6 +72,10 @@ type CreateAgentRequest struct {
 	// Task, if set, is journaled as the agent's first user message after
 	// the model: what the agent works on from its first step.
 	Task string `json:"task,omitempty"`
+	// Spec, if set, is the agent's environment spec (docs/FORMAT.md §6,
+	// §11.7.1): its MCP servers, approval rules, sandbox and secret names.
+	// Empty gives the default spec. A version-1 spec is migrated up.
+	Spec json.RawMessage `json:"spec,omitempty"`
 }
 
 // ModelRef names a model the way the journal's model_change event does.

@@ -118,4 +118,4 @@ for d in $delays; do
   awk -v d="$d" -v t="$ttfb" -v x="$text" -v c="$chat" -v a="$call" -v m="$mid" -v p="$prt" 'BEGIN {
     printf "%-7s %11.2f ms %13.2f ms %14.2f ms %7.3fx   %.2f / %.2f / %.2f ms\n", d, t / 1e6, x / 1e6, c / 1e6, c / t, a / 1e6, m / 1e6, p / 1e6 }'
 done
-echo "node -> endpoint: $(wc -l <"$tmp/dials" 2>/dev/null || echo 0) of $((runs * $(wc -w <<<"$delays"))) measured model calls opened a new connection (1 = the call was the first request on its connection)"
+echo "node -> endpoint: $(if [ -f "$tmp/dials" ]; then wc -l <"$tmp/dials"; else echo 0; fi) of $((runs * $(wc -w <<<"$delays"))) measured model calls opened a new connection (1 = the call was the first request on its connection)"

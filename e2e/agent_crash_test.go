@@ -147,14 +147,15 @@ func testKillDuringTool(t *testing.T) {
 }
 
 // (c) A move is asked for while the first of two calls of one model step
-// runs (its call journaled, no result yet): the move waits for the tool
-// (--tool-wait), the model call after the results is held in flight, the
-// freeze cancels it, and the agent continues on the target, which makes
-// that call again and answers. The node does not freeze between the two
-// tool steps (its pre-copy waits for the step lock, which the runner
-// takes again at once between them; see the report of issue 13 req 8),
-// so what this pins is: asked between a call and its result, the move
-// commits and nothing is lost or doubled.
+// runs (its call journaled, no result yet). Pre-copy does not wait for the
+// tool; the freeze does (--tool-wait) and lands at the next step boundary:
+// right after the search's result when pre-copy ended before the search
+// did (write_file then runs on the target), or later, when the model call
+// after both results is in flight (the freeze cancels it and the target
+// makes it again). node.TestFreezeLandsBetweenToolSteps pins the first
+// case deterministically; here, with real processes, either may happen,
+// and what is pinned is: the move commits, the agent answers on the
+// target, and nothing is lost or doubled.
 func testMoveBetweenCallAndResult(t *testing.T) {
 	s := startSim(t)
 	px := newHoldProxy(t, s.url)
@@ -165,29 +166,15 @@ func testMoveBetweenCallAndResult(t *testing.T) {
 	if !waitFile(toolMark(n1, id), 30*time.Second) {
 		t.Fatalf("no tool started within 30 s\n%s", tail(n1.log, 30))
 	}
-	arrived := px.hold() // the model call after the two results
+	px.hold() // the model call after the two results, on either node, waits
 	if got := results(liveEvents(t, n1, id), "search"); len(got) != 0 {
 		t.Fatalf("search finished before the move was asked for (make it slower): %+v", got)
 	}
-	moved := make(chan api.MoveResult, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		res, err := c.move(ctx, n1, id, n2)
-		if err != nil {
-			t.Errorf("move during the tool: %v", err)
-		}
-		moved <- res
-	}()
-	select {
-	case <-arrived:
-	case res := <-moved:
-		t.Fatalf("the move ended before the model call after the tools: %+v", res)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no model call after the tools within 60 s\n%s", tail(n1.log, 30))
-	}
-	if res := <-moved; res.Outcome != api.OutcomeCommitted {
-		t.Fatalf("move during the tool: %+v\n%s", res, tail(n1.log, 30))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	res, err := c.move(ctx, n1, id, n2)
+	if err != nil || res.Outcome != api.OutcomeCommitted {
+		t.Fatalf("move during the tool: %+v %v\n%s", res, err, tail(n1.log, 30))
 	}
 	px.letGo()
 	c.waitAnswers(n2, id, 1)
@@ -196,13 +183,17 @@ func testMoveBetweenCallAndResult(t *testing.T) {
 	if len(w) != 1 || w[0].IsError {
 		t.Fatalf("write_file results: %+v", w)
 	}
+	if got := results(events, "search"); len(got) != 1 {
+		t.Fatalf("search results: %+v", got)
+	}
 	if got := machineOf(events, journal.KindToolCall, w[0].CallID); got != n1.id {
 		t.Errorf("write_file called by %s, want %s", c.nameOf(got), n1.name)
 	}
 	if got := lastOf(events, journal.KindAssistant); got != n2.id {
 		t.Errorf("the answer was journaled by %s, want the target %s", c.nameOf(got), n2.name)
 	}
-	t.Logf("(c) %d events; calls on %s, answer on %s", len(events), n1.name, n2.name)
+	t.Logf("(c) %d events; calls on %s, write_file ran on %s, answer on %s", len(events), n1.name,
+		c.nameOf(machineOf(events, journal.KindToolResult, w[0].CallID)), n2.name)
 }
 
 // lastOf returns the machine of the last event of kind k.

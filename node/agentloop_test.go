@@ -178,16 +178,17 @@ func TestFreezeWaitsForToolThenRefuses(t *testing.T) {
 	waitChan(t, g.calls, "the first model call")
 	g.release <- []provider.Output{{Kind: journal.KindToolCall, Body: journal.ToolCall{CallID: "c1", Name: "slow", Arguments: json.RawMessage(`{}`)}}}
 	waitChan(t, tools.started, "the tool")
-	_, err = a.Move(t.Context(), st.ID, api.MoveRequest{To: string(b.ID())}, nil)
-	if err == nil || !strings.Contains(err.Error(), "tool is still running") {
-		t.Fatalf("move during the tool: %v", err)
+	// Pre-copy does not wait for the tool; the freeze does, and refuses.
+	res, err := a.Move(t.Context(), st.ID, api.MoveRequest{To: string(b.ID())}, nil)
+	if err != nil || res.Outcome == api.OutcomeCommitted || !strings.Contains(res.Reason, "tool is still running") {
+		t.Fatalf("move during the tool: %+v %v", res, err)
 	}
 	tools.release <- struct{}{}
 	waitChan(t, g.calls, "the model call after the tool")
 	if got := journalOf(t, a, st.ID); count(got, journal.KindToolResult) != 1 {
 		t.Fatalf("%d tool results after the refused move", count(got, journal.KindToolResult))
 	}
-	res := move(t, a, b, st.ID)
+	res = move(t, a, b, st.ID)
 	if res.Outcome != api.OutcomeCommitted {
 		t.Fatalf("move after the tool: %+v", res)
 	}
@@ -244,5 +245,92 @@ func TestPowerLossDuringToolAnswersInterrupted(t *testing.T) {
 	a, _ := n2.getTenant(st.ID)
 	if m, err := a.readToolMark(); err != nil || m.CallID != "" {
 		t.Fatalf("mark after the interrupted result: %+v %v", m, err)
+	}
+}
+
+// pairTools offers a slow tool, which waits for release, and a fast one;
+// it counts the runs of each.
+type pairTools struct {
+	slow *slowTools
+	mu   sync.Mutex
+	fast int
+}
+
+func (p *pairTools) Tools() []render.Tool {
+	return append(p.slow.Tools(), render.Tool{Name: "fast", Parameters: json.RawMessage(`{"type":"object"}`)})
+}
+
+func (p *pairTools) Run(ctx context.Context, name string, args json.RawMessage) agent.ToolOutput {
+	if name == "slow" {
+		return p.slow.Run(ctx, name, args)
+	}
+	p.mu.Lock()
+	p.fast++
+	p.mu.Unlock()
+	return agent.ToolOutput{Content: "fast done"}
+}
+
+func (p *pairTools) open(string) (agent.Toolbox, io.Closer, error) { return p, io.NopCloser(nil), nil }
+
+func (p *pairTools) fastRuns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.fast
+}
+
+// A move asked for while the first of two calls of one model step runs
+// does not wait for it in pre-copy; the freeze waits for it and lands
+// right after its result, so the second call runs on the target, once
+// (issue 13 req 8(c)).
+func TestFreezeLandsBetweenToolSteps(t *testing.T) {
+	g := newGate()
+	ta, tb := &pairTools{slow: newSlowTools()}, &pairTools{slow: newSlowTools()}
+	opts := func(p *pairTools) nodeOpts {
+		return nodeOpts{agentLoop: true, providers: g.client, endpoint: "http://127.0.0.1:9", tools: p.open, toolWait: 20 * time.Second}
+	}
+	cl := newCluster(t, opts(ta), opts(tb))
+	t.Cleanup(func() { close(ta.slow.release); close(tb.slow.release) })
+	a, b := cl.nodes[0], cl.nodes[1]
+	freezing := make(chan struct{}, 1)
+	a.hooks.beforeFreeze = func(string) { freezing <- struct{}{} }
+	st, err := a.CreateAgent(t.Context(), api.CreateAgentRequest{Name: "m", Model: planner, Task: "use both tools"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitChan(t, g.calls, "the first model call")
+	g.release <- []provider.Output{
+		{Kind: journal.KindToolCall, Body: journal.ToolCall{CallID: "c1", Name: "slow", Arguments: json.RawMessage(`{}`)}},
+		{Kind: journal.KindToolCall, Body: journal.ToolCall{CallID: "c2", Name: "fast", Arguments: json.RawMessage(`{}`)}},
+	}
+	waitChan(t, ta.slow.started, "the slow tool")
+	moved := make(chan api.MoveResult, 1)
+	go func() { moved <- move(t, a, b, st.ID) }()
+	waitChan(t, freezing, "the freeze, asked for while the slow tool runs")
+	ta.slow.release <- struct{}{}
+	if res := <-moved; res.Outcome != api.OutcomeCommitted {
+		t.Fatalf("move during the slow tool: %+v", res)
+	}
+	waitChan(t, g.calls, "the model call after both results, on B")
+	g.release <- []provider.Output{{Kind: journal.KindAssistant, Body: journal.AssistantMessage{Text: "done"}}}
+	waitActivity(t, b, st.ID, activityIdle)
+	events := journalOf(t, b, st.ID)
+	by := map[string]string{}
+	for _, e := range events {
+		if e.Kind == journal.KindToolResult {
+			var r journal.ToolResult
+			if err := json.Unmarshal(e.Body, &r); err != nil {
+				t.Fatal(err)
+			}
+			if by[r.CallID] != "" {
+				t.Fatalf("call %s has two results", r.CallID)
+			}
+			by[r.CallID] = e.Machine
+		}
+	}
+	if by["c1"] != string(a.ID()) || by["c2"] != string(b.ID()) {
+		t.Fatalf("results of c1 by %q, c2 by %q; want c1 on A (%s), c2 on B (%s)", by["c1"], by["c2"], a.ID(), b.ID())
+	}
+	if ta.slow.runs != 1 || ta.fastRuns() != 0 || tb.fastRuns() != 1 || tb.slow.runs != 0 {
+		t.Fatalf("runs: A slow %d fast %d, B slow %d fast %d", ta.slow.runs, ta.fastRuns(), tb.slow.runs, tb.fastRuns())
 	}
 }

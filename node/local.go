@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/capsule"
+	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/schema"
@@ -125,7 +127,13 @@ func (n *Node) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (api
 	if err := checkUserText(req.Task); err != nil {
 		return api.AgentStatus{}, fmt.Errorf("%w: create agent: task: %w", api.ErrInvalid, err)
 	}
-	if err := a.create(req.From, req.Model, req.Task); err != nil {
+	var spec *envspec.Spec
+	if len(req.Spec) > 0 {
+		if spec, err = envspec.Parse(req.Spec); err != nil {
+			return api.AgentStatus{}, fmt.Errorf("%w: create agent: spec: %w", api.ErrInvalid, err)
+		}
+	}
+	if err := a.create(req.From, req.Model, req.Task, spec); err != nil {
 		return api.AgentStatus{}, fmt.Errorf("create agent: %w", err)
 	}
 	n.mu.Lock()
@@ -142,13 +150,22 @@ func (n *Node) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (api
 
 // create lays out the new agent: capsule, workspace, then the holder
 // record at epoch 1 (the last durable step: a node runs nothing without it).
-func (a *tenant) create(from string, model *api.ModelRef, task string) error {
+func (a *tenant) create(from string, model *api.ModelRef, task string, spec *envspec.Spec) error {
 	fsys := a.n.fsys
 	if err := vfs.MkdirAllDurable(fsys, a.dir, 0o700); err != nil {
 		return err
 	}
 	if err := initCapsule(fsys, a.capsule(), a.id, a.meta.Name, a.n.capsuleConfig()); err != nil {
 		return err
+	}
+	if spec != nil {
+		c, err := capsule.Open(fsys, a.capsule(), a.n.capsuleConfig())
+		if err != nil {
+			return err
+		}
+		if err := c.Commit(func(tx *capsule.Tx) error { return tx.SetEnvironment(spec) }); err != nil {
+			return fmt.Errorf("environment: %w", err)
+		}
 	}
 	if err := vfs.MkdirAllDurable(fsys, a.work(), 0o755); err != nil {
 		return err

@@ -133,6 +133,13 @@ func (rl *runLoop) enter(p agent.Phase) agent.Phase {
 	return was
 }
 
+// inPhase reports whether the step in flight is in phase p.
+func (rl *runLoop) inPhase(p agent.Phase) bool {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return rl.phase == p
+}
+
 // setActivity records what the loop does and reports whether it changed.
 func (rl *runLoop) setActivity(activity, reason string) bool {
 	rl.mu.Lock()

@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 
+	"github.com/agentcapsule/capsule/agent"
 	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/transfer"
@@ -60,9 +61,20 @@ func (a *tenant) freezeLocked(reason string, mr *moveRun) error {
 
 // liveInventory commits the running agent's current state between two
 // steps and returns its inventory, for pre-copy.
+//
+// While a tool runs, the round does not wait for it: it sends the state
+// last committed (a capsule's committed files never change in place, so
+// it is read without the step lock), and the freeze, asked for while the
+// tool still runs, waits for it (at most ToolWait) and lands right after
+// its result, with the step's other calls still to run on the target.
 func (a *tenant) liveInventory(mr *moveRun) (transfer.Inventory, error) {
-	if !a.lockStepWithin(a.n.cfg.ToolWait) {
-		return transfer.Inventory{}, &ToolRunningError{Agent: a.id, Wait: a.n.cfg.ToolWait}
+	if !a.stepMu.TryLock() {
+		if rl := a.run; rl != nil && rl.inPhase(agent.PhaseTool) {
+			return a.committedInventory(mr)
+		}
+		if !a.lockStepWithin(a.n.cfg.ToolWait) {
+			return transfer.Inventory{}, &ToolRunningError{Agent: a.id, Wait: a.n.cfg.ToolWait}
+		}
 	}
 	defer a.stepMu.Unlock()
 	mr.mu.Lock()
@@ -74,6 +86,19 @@ func (a *tenant) liveInventory(mr *moveRun) (transfer.Inventory, error) {
 	if err := a.commitLocked(); err != nil {
 		return transfer.Inventory{}, err
 	}
+	inv, err := a.inventoryLocked(mr)
+	if err == nil {
+		mr.noteLiveHeads(a, inv)
+	}
+	return inv, err
+}
+
+// committedInventory is a pre-copy round's inventory of the state last
+// committed, taken while a tool runs.
+func (a *tenant) committedInventory(mr *moveRun) (transfer.Inventory, error) {
+	mr.mu.Lock()
+	mr.rounds++
+	mr.mu.Unlock()
 	inv, err := a.inventoryLocked(mr)
 	if err == nil {
 		mr.noteLiveHeads(a, inv)

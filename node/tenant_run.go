@@ -255,6 +255,8 @@ func (a *tenant) loop(rl *runLoop, epoch uint64) {
 			wait = -1
 		case errors.Is(err, context.Canceled) && rl.halting():
 			// a freeze cancelled a model call: it is made again later
+		case errors.Is(err, errHalted):
+			wait = 0 // no step was taken; a retracted halt goes straight on
 		default:
 			a.n.log.Warn("runner step failed", "agent", a.id, "epoch", epoch, "err", err)
 			if errors.Is(err, journal.ErrStaleEpoch) {
@@ -265,6 +267,10 @@ func (a *tenant) loop(rl *runLoop, epoch uint64) {
 		}
 	}
 }
+
+// errHalted is returned by step when a halt was asked for before it
+// began: no step is taken.
+var errHalted = errors.New("node: runner halted before the step")
 
 // backoff is the pause after n failed steps in a row: doubling from
 // base, at most 30s.
@@ -283,6 +289,9 @@ func (a *tenant) step(rl *runLoop, epoch, step uint64) (bool, error) {
 	a.yieldStep(rl)
 	a.stepMu.Lock()
 	defer a.stepMu.Unlock()
+	if rl.halting() { // asked for while the runner waited for the lock
+		return false, errHalted
+	}
 	ctx, cancel := context.WithCancel(a.n.ctx)
 	defer cancel()
 	rl.setCancel(cancel)

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/node"
 	"github.com/spf13/cobra"
 )
@@ -65,7 +67,7 @@ later moves.`,
 }
 
 func newAgentCreateCmd() *cobra.Command {
-	var data, name, from, prov, apiName, model, task string
+	var data, name, from, prov, apiName, model, task, specFile string
 	var stopped, asJSON bool
 	c := &cobra.Command{
 		Use:   "create",
@@ -84,14 +86,29 @@ ollama, or the name of an OpenAI-compatible server (with --api chat).
 --api is that provider's API (chat, responses, messages,
 generateContent), by default the provider's own (openai: responses). The
 models of the embedded model endpoint (a simulator, not a language model)
-are capsule-sim/planner and capsule-sim/echo.`,
+are capsule-sim/planner and capsule-sim/echo.
+
+--spec FILE gives the agent's environment spec (docs/FORMAT.md §11.7.1):
+the MCP servers it is offered, the approval rules of its tools, its
+sandbox (network hosts, limits) and the names of the secrets it needs.
+The file is checked before anything is created; without it the agent
+gets the default spec (no MCP server, no network, no secret).`,
 		Example: `  capsule agent create --name demo --data ~/capsule-a
   capsule agent create --from ./workspace --stopped --data ~/capsule-a
   capsule agent create --from ./project --provider openai --api chat --model capsule-sim/planner \
       --task "Please read_file path=src/main.go" --data ~/capsule-a
-  echo "Fix the failing test" | capsule agent create --provider anthropic --model claude-sonnet-4-5 --task - --data ~/capsule-a`,
+  echo "Fix the failing test" | capsule agent create --provider anthropic --model claude-sonnet-4-5 --task - --data ~/capsule-a
+  capsule agent create --from ./project --spec spec.json --provider openai --model gpt-5 --task "..." --data ~/capsule-a`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var spec []byte
+			if specFile != "" {
+				b, err := readSpecFile(specFile)
+				if err != nil {
+					return err
+				}
+				spec = b
+			}
 			cl, err := localClient(data)
 			if err != nil {
 				return err
@@ -101,7 +118,7 @@ are capsule-sim/planner and capsule-sim/echo.`,
 					return usageError{err}
 				}
 			}
-			req := api.CreateAgentRequest{Name: name, From: from, Stopped: stopped, Task: task}
+			req := api.CreateAgentRequest{Name: name, From: from, Stopped: stopped, Task: task, Spec: spec}
 			switch {
 			case prov != "" && model != "":
 				req.Model = &api.ModelRef{Provider: prov, API: apiName, Model: model}
@@ -136,8 +153,28 @@ are capsule-sim/planner and capsule-sim/echo.`,
 	c.Flags().StringVar(&apiName, "api", "", "the provider's API: chat, responses, messages, generateContent (default: the provider's own)")
 	c.Flags().StringVar(&model, "model", "", "the provider's model name (capsule-sim/planner on the embedded simulator)")
 	c.Flags().StringVar(&task, "task", "", "the agent's first user message (- reads stdin)")
+	c.Flags().StringVar(&specFile, "spec", "", "the agent's environment spec, a JSON file (default: the default spec)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the agent's status as JSON")
 	return c
+}
+
+// readSpecFile reads an environment spec for agent create and checks it
+// here, so that a bad file is named with its problems before the node is
+// asked.
+func readSpecFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--spec: %w", err)}
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, envspec.MaxSize+1))
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--spec %s: %w", path, err)}
+	}
+	if _, err := envspec.Parse(b); err != nil {
+		return nil, usageError{fmt.Errorf("--spec %s: %w", path, err)}
+	}
+	return b, nil
 }
 
 func newAgentListCmd() *cobra.Command {

@@ -72,7 +72,7 @@ func probeSocket(sock string) error {
 func newNodeCmd() *cobra.Command {
 	var o struct {
 		data, listen, metrics, logFormat, secretStore string
-		step, toolWait                                time.Duration
+		step, toolWait, modelTimeout                  time.Duration
 		modelEndpoint, canary                         string
 		endpoints                                     []string
 	}
@@ -130,13 +130,16 @@ and a move's target uses its own.`,
 			if err != nil {
 				return err
 			}
+			if o.modelTimeout <= 0 {
+				return usageError{fmt.Errorf("--model-timeout %s: want a duration above zero, e.g. 10m", o.modelTimeout)}
+			}
 			if o.modelEndpoint != "" {
 				if err := checkEndpointURL("--model-endpoint", o.modelEndpoint); err != nil {
 					return err
 				}
 			}
 			return runNode(cmd, node.Config{Dir: o.data, Listen: o.listen, MetricsAddr: o.metrics, Logger: logger,
-				StepInterval: o.step, Commit: buildCommit(), Endpoints: endpoints, ModelEndpoint: o.modelEndpoint, ToolWait: o.toolWait,
+				StepInterval: o.step, Commit: buildCommit(), Endpoints: endpoints, ModelEndpoint: o.modelEndpoint, ToolWait: o.toolWait, ModelTimeout: o.modelTimeout,
 				SecretStore: o.secretStore, Canary: o.canary})
 		},
 	}
@@ -148,6 +151,7 @@ and a move's target uses its own.`,
 	c.Flags().StringVar(&o.modelEndpoint, "model-endpoint", "", "root URL that serves every provider not named by --endpoint (the embedded simulator)")
 	c.Flags().StringArrayVar(&o.endpoints, "endpoint", nil, "PROVIDER=URL: the base URL this node calls a provider at (repeatable)")
 	c.Flags().DurationVar(&o.toolWait, "tool-wait", 30*time.Second, "how long a move or a stop waits for a running tool before it is refused")
+	c.Flags().DurationVar(&o.modelTimeout, "model-timeout", 10*time.Minute, "bound on one model call, retries included; when it runs out nothing is journaled and a later step calls again")
 	c.Flags().StringVar(&o.secretStore, "secret-store", "", `where agents' secrets are looked up: keyring, pass or file (default $CAPSULE_SECRET_STORE, else file if DATA/secrets.json exists, else keyring); then CAPSULE_SECRET_<NAME> (see "capsule secret --help")`)
 	c.Flags().StringVar(&o.canary, "canary", "", "a folder of representative capsules (one folder each) read through the full read path at start, with the fixtures built in, before the node is ready")
 	c.AddCommand(newNodeIDCmd(), newNodeWaitCmd(), newNodeStatusCmd(), newPeerCmd())

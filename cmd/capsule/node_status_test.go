@@ -62,3 +62,35 @@ func setJournalVersion(t *testing.T, path string, v int) {
 		t.Fatal(err)
 	}
 }
+
+// A model timeout of zero or less is a usage error before the node
+// starts (the config would otherwise replace it with the default).
+func TestNodeModelTimeoutMustBePositive(t *testing.T) {
+	for _, v := range []string{"0s", "-1m"} {
+		data := t.TempDir()
+		_, errs, code := capsuleCLI(t, "node", "--data", data, "--listen", "127.0.0.1:0", "--model-timeout", v)
+		if code != exitUsage || !strings.Contains(errs, "--model-timeout") {
+			t.Errorf("--model-timeout %s: exit %d %q, want %d naming the flag", v, code, errs, exitUsage)
+		}
+		if _, err := os.Stat(filepath.Join(data, "node.key")); err == nil {
+			t.Errorf("--model-timeout %s: the node started and wrote its key", v)
+		}
+	}
+}
+
+// agent create --spec checks the file before asking the node: a missing
+// or invalid file is a usage error naming the file and the problem.
+func TestAgentCreateSpecIsChecked(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "spec.json")
+	if err := os.WriteFile(bad, []byte(`{"version":2,"sandbox":{"mode":"maybe"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing.json")
+	// A missing file is an I/O error, as for every verb.
+	for f, want := range map[string]int{bad: exitUsage, missing: exitInternal} {
+		_, errs, code := capsuleCLI(t, "agent", "create", "--spec", f, "--data", t.TempDir())
+		if code != want || !strings.Contains(errs, "--spec") {
+			t.Errorf("--spec %s: exit %d %q, want %d naming the flag", f, code, errs, want)
+		}
+	}
+}
