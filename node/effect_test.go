@@ -30,6 +30,10 @@ func (s *slowTools) Info(name string) (agent.ToolInfo, bool) {
 	return agent.ToolInfo{Name: name, Effect: journal.EffectWorkspace, Approval: agent.ApprovalNever}, true
 }
 
+func (p *pairTools) Info(name string) (agent.ToolInfo, bool) {
+	return agent.ToolInfo{Name: name, Effect: journal.EffectWorkspace, Approval: agent.ApprovalNever}, true
+}
+
 // bumpTools offers "bump", an external tool that needs approval and
 // appends a line to a counter file outside every workspace; hold, when
 // set, keeps it running (after its effect) until released.
