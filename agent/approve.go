@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/agentcapsule/capsule/journal"
@@ -84,7 +85,7 @@ func CheckDecision(events []journal.Event, callID string, now Binding) (Decision
 	}
 	switch {
 	case call == nil || req == nil:
-		return Decision{}, refuse(RefuseUnknownCall, callID, "no call of the agent's open step waits for approval under this ID")
+		return Decision{}, decidedBefore(events, callID)
 	case ce.count > 1:
 		return Decision{}, refuse(RefuseDuplicateCall, callID, "the call ID appears %d times in one step; none of them may run", ce.count)
 	case consumed(t, ce) != nil:
@@ -111,4 +112,32 @@ func consumed(t *turn, ce *callEffects) *dispatchEvent {
 		}
 	}
 	return nil
+}
+
+// decidedBefore says why a call that is not waiting in the open step
+// cannot be decided: an approval of it that a dispatch consumed
+// (consumed), one that was decided (already_decided), or none at all
+// (unknown_call). It reads the whole journal.
+func decidedBefore(events []journal.Event, callID string) error {
+	approvals := map[string]bool{}
+	decided := false
+	for i := range events {
+		e := &events[i]
+		switch e.Kind {
+		case journal.KindApproval:
+			var a journal.Approval
+			if json.Unmarshal(e.Body, &a) == nil && a.CallID == callID {
+				approvals[e.ID], decided = true, true
+			}
+		case journal.KindToolDispatch:
+			var d journal.ToolDispatch
+			if json.Unmarshal(e.Body, &d) == nil && approvals[d.Approval] {
+				return refuse(RefuseConsumed, callID, "dispatch %s already consumed an approval of this call", e.ID)
+			}
+		}
+	}
+	if decided {
+		return refuse(RefuseAlreadyDecided, callID, "the call was decided and is no longer waiting")
+	}
+	return refuse(RefuseUnknownCall, callID, "no call of the agent's open step waits for approval under this ID")
 }

@@ -57,6 +57,12 @@ func TestApprovalParksThenRunsOnce(t *testing.T) {
 	if _, err := CheckDecision(b.events, "c1", Binding{}); !isRefusal(err, RefuseConsumed) {
 		t.Fatalf("deciding a consumed call: %v", err)
 	}
+	// Once the turn has moved on, the whole journal still says so.
+	b.add(journal.KindAssistant, journal.AssistantMessage{Producer: simProducer, Step: "s2", Text: "done"})
+	b.add(journal.KindUser, journal.UserMessage{Text: "next"})
+	if _, err := CheckDecision(b.events, "c1", Binding{}); !isRefusal(err, RefuseConsumed) {
+		t.Fatalf("deciding a consumed call of an older turn: %v", err)
+	}
 }
 
 // A denial gives the model an error result with the reason; nothing runs.
@@ -72,6 +78,9 @@ func TestDenialAnswersWithTheReason(t *testing.T) {
 	r, _ := lastOf[journal.ToolResult](t, b, journal.KindToolResult)
 	if !r.IsError || !strings.Contains(r.Content, "denied by alice: not on a Friday") || x.bumps(t) != 0 || count(b, journal.KindToolDispatch) != 0 {
 		t.Fatalf("result %+v, %d bumps", r, x.bumps(t))
+	}
+	if _, err := CheckDecision(b.events, "c1", Binding{}); !isRefusal(err, RefuseAlreadyDecided) {
+		t.Fatalf("deciding a denied call again: %v", err)
 	}
 }
 
