@@ -17,10 +17,11 @@ const (
 	ToolStep                  // run Next.Call
 	Interrupted               // journal an error result for Next.Call, whose tool was cut by a crash
 	Blocked                   // the turn reached its step bound; Next.Reason says so
+	Waiting                   // Next.Call waits for a decision on its approval request Next.Request
 )
 
 func (a Action) String() string {
-	return [...]string{"idle", "model", "tool", "interrupted", "blocked"}[a]
+	return [...]string{"idle", "model", "tool", "interrupted", "blocked", "waiting"}[a]
 }
 
 // Next is the decision for one step.
@@ -30,8 +31,13 @@ type Next struct {
 	Model journal.ModelChange
 	// Call is the call to run or to answer as interrupted.
 	Call journal.ToolCall
-	// Reason says why the agent is idle or blocked.
+	// Reason says why the agent is idle, blocked or waiting.
 	Reason string
+	// Dispatch is the dispatch of an Interrupted call, nil when the call
+	// was cut before any was journaled.
+	Dispatch *journal.ToolDispatch
+	// Request is the ID of the approval_request a Waiting call waits on.
+	Request string
 	// TurnSteps counts the model steps since the newest user event.
 	TurnSteps int
 }
@@ -62,104 +68,72 @@ type stepOf struct {
 // maxTurn bounds the model steps of one user turn (0: the default).
 //
 // The newest step (the events of the newest assistant generation) decides:
-// a call of it without a result is run (oldest first), or answered as
-// interrupted when it is the one that was cut; when every call has its
-// result the model is called again; a user event after it calls the model;
-// otherwise the agent is idle. Decide reads the journal from its end and
-// stops at the newest user event before the newest step, so its cost is
-// the length of the open turn, not of the journal.
+// a call of it without a result is answered as interrupted when it was
+// dispatched (its tool_dispatch is journaled) or is the one whose tool was
+// cut, waits while its newest approval request has no decision, and is run
+// otherwise (oldest first); when every call has its result the model is
+// called again; a user event after it calls the model; otherwise the agent
+// is idle. Decide reads the journal from its end and stops at the newest
+// user event before the newest step, so its cost is the length of the
+// open turn, not of the journal.
 func Decide(events []journal.Event, interrupted string, maxTurn int) (Next, error) {
+	next, _, err := decide(events, interrupted, maxTurn)
+	return next, err
+}
+
+// decide is Decide, also returning the turn it read.
+func decide(events []journal.Event, interrupted string, maxTurn int) (Next, *turn, error) {
 	if maxTurn <= 0 {
 		maxTurn = DefaultMaxTurnSteps
 	}
 	var next Next
 	mc, ok, err := CurrentModel(events)
 	if err != nil {
-		return next, err
+		return next, nil, err
 	}
 	if !ok {
-		return Next{Action: Idle, Reason: ReasonNoModel}, nil
+		return Next{Action: Idle, Reason: ReasonNoModel}, nil, nil
 	}
 	next.Model = mc
-	var (
-		step      string // the newest step
-		inStep    bool   // scanning the newest step's events
-		haveStep  bool
-		userAfter bool // a user event after the newest step
-		calls     []journal.ToolCall
-		results   = map[string]bool{}
-		steps     = map[string]bool{}
-	)
-	for i := len(events) - 1; i >= 0; i-- {
-		e := &events[i]
-		if !conversational(e.Kind) {
-			continue
-		}
-		switch e.Kind {
-		case journal.KindUser:
-			if !haveStep {
-				userAfter = true
-			}
-			i = -1 // the turn begins here
-			continue
-		case journal.KindToolResult:
-			var r journal.ToolResult
-			if err := json.Unmarshal(e.Body, &r); err != nil {
-				return next, fmt.Errorf("agent: tool_result %s: %w", e.ID, err)
-			}
-			results[r.CallID] = true
-			continue
-		}
-		var s stepOf
-		if err := json.Unmarshal(e.Body, &s); err != nil {
-			return next, fmt.Errorf("agent: %s %s: %w", e.Kind, e.ID, err)
-		}
-		key := s.Step
-		if key == "" {
-			key = e.ID // an event without a step is a step of its own
-		}
-		steps[key] = true
-		switch {
-		case !haveStep:
-			step, haveStep, inStep = key, true, true
-		case key != step:
-			inStep = false
-		}
-		if inStep && e.Kind == journal.KindToolCall {
-			var c journal.ToolCall
-			if err := json.Unmarshal(e.Body, &c); err != nil {
-				return next, fmt.Errorf("agent: tool_call %s: %w", e.ID, err)
-			}
-			calls = append(calls, c)
-		}
+	t, err := scanTurn(events)
+	if err != nil {
+		return next, nil, err
 	}
-	next.TurnSteps = len(steps)
-	// calls were gathered newest first.
-	for i := len(calls) - 1; i >= 0; i-- {
-		c := calls[i]
-		if results[c.CallID] {
+	next.TurnSteps = len(t.steps)
+	for _, c := range t.calls {
+		if t.results[c.CallID] {
 			continue
 		}
 		next.Call = c
-		if c.CallID == interrupted {
+		ce := t.effects[c.CallID]
+		req, dec := ce.request()
+		switch {
+		case len(ce.dispatches) > 0:
 			next.Action = Interrupted
-		} else {
+			next.Dispatch = &ce.dispatches[len(ce.dispatches)-1].ToolDispatch
+		case c.CallID == interrupted:
+			next.Action = Interrupted
+		case req != nil && dec == nil:
+			next.Action = Waiting
+			next.Request = req.ID
+			next.Reason = "waiting for approval of call " + c.CallID + " (" + c.Name + ")"
+		default:
 			next.Action = ToolStep
 		}
-		return next, nil
+		return next, t, nil
 	}
-	if userAfter || (haveStep && len(calls) > 0) {
+	if t.userAfter || (t.haveStep && len(t.calls) > 0) {
 		if next.TurnSteps >= maxTurn {
 			next.Action = Blocked
 			next.Reason = fmt.Sprintf("the agent took %d model steps since the last user message (the bound is %d); a user message continues it", next.TurnSteps, maxTurn)
-			return next, nil
+			return next, t, nil
 		}
 		next.Action = ModelStep
-		return next, nil
+		return next, t, nil
 	}
 	next.Action = Idle
 	next.Reason = ReasonWaiting
-	return next, nil
+	return next, t, nil
 }
 
 // CurrentModel returns the model the newest model_change names.

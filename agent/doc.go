@@ -11,6 +11,17 @@
 //     result, run it, and journal its result;
 //   - idle: nothing to do until a user event or a model change arrives.
 //
+// Tools have effects (docs/FORMAT.md §11.7.3). Every tool has an effect
+// class and an approval rule (Describe; a tool the Toolbox cannot describe
+// is external and needs approval). A call whose rule is required journals
+// an approval_request and parks the agent (Step returns a *WaitingError)
+// until an approval that binds to the call's id, arguments, tool and spec
+// is journaled (CheckDecision gives the refusal codes); an external call,
+// and any call that consumes an approval, runs only after its
+// tool_dispatch is durable, and a dispatched call without a result is
+// answered as interrupted, outcome unknown, never run again (Unresolved
+// lists those until an effect_outcome records what happened).
+//
 // The journal is the only state. Decide reads what to do next from the
 // events alone, so a restarted node, or the target of a move, continues
 // where the journal stops: a model call whose output was never journaled

@@ -87,6 +87,10 @@ type Env struct {
 	// CallTimeout bounds one model call, retries included (0: no bound
 	// but the step's context).
 	CallTimeout time.Duration
+	// SpecDigest is the digest of the environment spec in force (SpecDigest
+	// of environment/spec.json as the capsule holds it): an approval binds
+	// to it.
+	SpecDigest string
 	// MaxTurnSteps bounds the model steps between two user events (0:
 	// DefaultMaxTurnSteps); the agent blocks when a turn reaches it.
 	MaxTurnSteps int
@@ -125,3 +129,24 @@ func (e *BlockedError) Unwrap() error { return e.Err }
 func blocked(err error, format string, args ...any) error {
 	return &BlockedError{Reason: fmt.Sprintf(format, args...), Err: err}
 }
+
+// ErrWaiting marks a step that parked the agent until a decision on an
+// approval request: the agent takes no step, costs no CPU, and may be
+// frozen, moved and restarted meanwhile; the wait comes back from the
+// journal alone.
+var ErrWaiting = errors.New("agent: waiting for approval")
+
+// WaitingError is returned by Step while call CallID of tool Name waits
+// for a decision on its approval request (Request, the event's ID, when
+// it was journaled before this step).
+type WaitingError struct {
+	CallID, Name, Request string
+}
+
+// Error names the call.
+func (e *WaitingError) Error() string {
+	return fmt.Sprintf("%v: call %s (%s)", ErrWaiting, e.CallID, e.Name)
+}
+
+// Unwrap returns ErrWaiting.
+func (e *WaitingError) Unwrap() error { return ErrWaiting }

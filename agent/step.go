@@ -26,11 +26,12 @@ type Report struct {
 }
 
 // Step takes one step. It returns ErrIdle when there is nothing to do,
-// a *BlockedError when the agent cannot go on without an operator, and
+// a *BlockedError when the agent cannot go on without an operator, a
+// *WaitingError while a call waits for a decision on its approval, and
 // the context's error when ctx was cancelled during a model call (nothing
 // was journaled: the call is made again by a later step).
 func Step(ctx context.Context, env *Env) (Report, error) {
-	next, err := Decide(env.Events, env.Interrupted, env.MaxTurnSteps)
+	next, t, err := decide(env.Events, env.Interrupted, env.MaxTurnSteps)
 	if err != nil {
 		return Report{}, blocked(err, "the journal cannot be read: %v", err)
 	}
@@ -42,10 +43,12 @@ func Step(ctx context.Context, env *Env) (Report, error) {
 		return rep, blocked(nil, "%s", next.Reason)
 	case Interrupted:
 		rep.Call = next.Call.CallID
-		return rep, interrupted(env, next.Call)
-	case ToolStep:
+		return rep, interrupted(env, next.Call, next.Dispatch)
+	case ToolStep, Waiting:
+		// A waiting call is looked at again: a request made under another
+		// tool or spec is asked again, one whose rule is now never runs.
 		rep.Call = next.Call.CallID
-		return rep, runTool(ctx, env, next.Call)
+		return rep, runTool(ctx, env, next.Call, t)
 	}
 	rep.Step = stepID(env.Events)
 	rep.Attempts, err = modelStep(ctx, env, next.Model, rep.Step)

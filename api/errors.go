@@ -35,6 +35,9 @@ type Error struct {
 	Status  int    `json:"-"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Reason is a finer code some errors carry (an approval's refusal
+	// code, api/approve.go); empty for most.
+	Reason string `json:"reason,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }

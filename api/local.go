@@ -83,6 +83,7 @@ func NewLocalHandler(svc LocalService) http.Handler {
 	})
 	agentRoutes(mux, svc)
 	discardRoutes(mux, svc)
+	approveRoutes(mux, svc)
 	talkRoutes(mux, svc)
 	return cleanPaths(mux)
 }

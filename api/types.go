@@ -115,6 +115,13 @@ type AgentStatus struct {
 	Activity string      `json:"activity,omitempty"`
 	Model    *ModelRef   `json:"model,omitempty"` // the journal's current model, if any
 	Move     *MoveStatus `json:"move,omitempty"`
+	// Waiting lists the calls the agent waits on for approval (Activity
+	// "waiting" while it runs); it comes from the journal, so a stopped or
+	// frozen agent shows it too.
+	Waiting []WaitingApproval `json:"waiting,omitempty"`
+	// Unresolved lists external calls whose outcome is unknown until an
+	// operator records it (capsule agent effect).
+	Unresolved []UnresolvedEffect `json:"unresolved,omitempty"`
 }
 
 // MoveRequest asks the node to move an agent it holds to another node.

@@ -151,7 +151,7 @@ var bodyValidators = map[Kind]schema{
 	}),
 	KindToolCall: validator(checkToolCall),
 	KindToolResult: validator(func(b *ToolResult) error {
-		return firstError(nonEmpty("call_id", b.CallID), checkAttachments(b.Attachments))
+		return firstError(nonEmpty("call_id", b.CallID), checkAttachments(b.Attachments), checkOutcome(b))
 	}),
 	KindModelChange: validator(func(b *ModelChange) error { return checkProducer(Producer(*b)) }),
 	KindUsage: validator(func(b *Usage) error {

@@ -48,7 +48,7 @@ const (
 var KnownKinds = []Kind{
 	KindInstruction, KindUser, KindAssistant, KindReasoning, KindToolCall,
 	KindToolResult, KindModelChange, KindUsage, KindFrozen, KindResumed,
-	KindMoved, KindEpoch,
+	KindMoved, KindEpoch, KindToolDispatch, KindApprovalRequest, KindApproval, KindEffectOutcome,
 }
 
 // Known reports whether k is a kind this release understands.
@@ -167,13 +167,18 @@ type ToolCall struct {
 	Signature    string          `json:"signature,omitempty"`
 }
 
-// ToolResult is the body of KindToolResult.
+// ToolResult is the body of KindToolResult. Interrupted marks the
+// explicit error result of a call a crash or a move cut (the tool is never
+// run again); Outcome is OutcomeUnknown when that call was an external
+// one already dispatched (FORMAT §11.7.3).
 type ToolResult struct {
 	CallID      string       `json:"call_id"`
 	Name        string       `json:"name,omitempty"`
 	Content     string       `json:"content"`
 	IsError     bool         `json:"is_error,omitempty"`
 	Attachments []Attachment `json:"attachments,omitempty"`
+	Interrupted bool         `json:"interrupted,omitempty"`
+	Outcome     string       `json:"outcome,omitempty"`
 }
 
 // ModelChange is the body of KindModelChange: the model the agent uses from here on.

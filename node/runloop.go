@@ -17,6 +17,7 @@ const (
 	activityWorking = "working" // taking steps
 	activityIdle    = "idle"    // waiting for a user message
 	activityBlocked = "blocked" // waiting for an operator: Reason says why
+	activityWaiting = "waiting" // a call waits for approval (node/effect.go)
 )
 
 // runLoop is one run of an agent's runner: the goroutine's controls and
@@ -40,8 +41,9 @@ type runLoop struct {
 	view        journalView
 	tools       agent.Toolbox
 	toolsCloser io.Closer
-	secretNames []string         // the environment spec's secret names, read once per run
-	render      wire.Incremental // the agent's renders, reusing the previous step's work
+	secretNames []string                       // the environment spec's secret names, read once per run
+	render      wire.Incremental               // the agent's renders, reusing the previous step's work
+	described   atomic.Pointer[describedTools] // tools as described for effects (node/effect.go)
 }
 
 func newRunLoop() *runLoop {
@@ -152,7 +154,7 @@ func (a *tenant) setActivity(rl *runLoop, activity, reason string) {
 	if !rl.setActivity(activity, reason) {
 		return
 	}
-	state := map[string]string{activityWorking: api.StateRunning, activityIdle: api.WatchIdle, activityBlocked: api.StateBlocked}[activity]
+	state := map[string]string{activityWorking: api.StateRunning, activityIdle: api.WatchIdle, activityBlocked: api.StateBlocked, activityWaiting: api.WatchWaiting}[activity]
 	a.publishState(state, reason)
 }
 

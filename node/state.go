@@ -110,6 +110,7 @@ type tenant struct {
 	src         *sourceSide          // never nil
 	tgt         *targetSide          // never nil
 	watch       hub                  // watchers of the agent (own lock; watch.go)
+	effectsView effectView           // approvals and effects status shows (own lock; effect.go)
 
 	// stepMu is held for the whole of each runner step; taking it waits for
 	// a step boundary.

@@ -241,6 +241,7 @@ func (a *tenant) loop(rl *runLoop, epoch uint64) {
 		step++
 		usedAgent, err := a.step(rl, epoch, step)
 		var be *agent.BlockedError
+		var we *agent.WaitingError
 		switch {
 		case err == nil:
 			failures = 0
@@ -251,6 +252,9 @@ func (a *tenant) loop(rl *runLoop, epoch uint64) {
 			}
 		case errors.Is(err, agent.ErrIdle):
 			a.setActivity(rl, activityIdle, "")
+			wait = -1
+		case errors.As(err, &we):
+			a.setActivity(rl, activityWaiting, fmt.Sprintf("call %s (%s) waits for approval", we.CallID, we.Name))
 			wait = -1
 		case errors.As(err, &be):
 			a.setActivity(rl, activityBlocked, be.Reason)
@@ -320,7 +324,7 @@ func (a *tenant) step(rl *runLoop, epoch, step uint64) (bool, error) {
 			if err == nil {
 				a.steps.Add(1)
 				a.n.m.steps.Inc()
-			} else if !errors.Is(err, agent.ErrIdle) {
+			} else if !errors.Is(err, agent.ErrIdle) && !errors.Is(err, agent.ErrWaiting) {
 				a.lastErr.Store(err.Error())
 			}
 			return true, err

@@ -43,6 +43,9 @@ func (a *tenant) status() api.AgentStatus {
 			st.Model = m
 		}
 	}
+	if a.hosted() {
+		st.Waiting, st.Unresolved = a.effects()
+	}
 	if src != nil && a.src.move != nil && a.src.move.id == src.State().Move {
 		ms := a.moveStatus()
 		st.Move = &ms

@@ -32,7 +32,8 @@ at epoch 1 for this node; the node runs it with its built-in runner.`,
 	c.AddCommand(newAgentCreateCmd(), newAgentListCmd(), newAgentStatusCmd(),
 		newAgentLifecycleCmd("stop", "Stop an agent at a step boundary (it stays stopped across restarts)"),
 		newAgentLifecycleCmd("start", "Start an agent this node holds"), newAgentRmCmd(), newAgentDiscardCmd(),
-		newAgentSayCmd(), newAgentModelCmd(), newAgentLogCmd(), newAgentChatCmd(), newAgentWaitCmd())
+		newAgentSayCmd(), newAgentModelCmd(), newAgentLogCmd(), newAgentChatCmd(), newAgentWaitCmd(),
+		newAgentApproveCmd(), newAgentDenyCmd(), newAgentEffectCmd())
 	return c
 }
 
@@ -263,6 +264,7 @@ func printStatus(w io.Writer, st api.AgentStatus) {
 	if st.Move != nil {
 		fmt.Fprintf(w, "move:    %s to %s at epoch %d: %s %s\n", st.Move.MoveID, st.Move.To, st.Move.Epoch, st.Move.Phase, st.Move.Outcome)
 	}
+	printEffects(w, st)
 	switch {
 	case st.Blocked != "":
 		fmt.Fprintf(w, "blocked: %s\n", st.Blocked)

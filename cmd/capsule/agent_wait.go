@@ -51,6 +51,8 @@ never idle: wait returns when the timeout passes.`,
 				var done error
 				switch {
 				case st.Activity == "idle":
+				case st.Activity == api.WatchWaiting && len(st.Waiting) > 0:
+					done = fmt.Errorf("agent %s waits for approval of call %s (%s): capsule agent approve %s %s", st.ID, st.Waiting[0].CallID, st.Waiting[0].Tool, st.ID, st.Waiting[0].CallID)
 				case st.State == api.StateBlocked:
 					done = fmt.Errorf("%w: %s", errAgentBlocked, st.Blocked)
 				case st.State != api.StateRunning:

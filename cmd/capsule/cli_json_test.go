@@ -117,7 +117,7 @@ func TestCompletionValues(t *testing.T) {
 		want []string
 	}{
 		{[]string{"render", "x", "--provider", ""}, []string{"openai-chat", "openai-responses", "anthropic", "gemini", "ollama"}},
-		{[]string{"log", "x", "--kind", "tool_"}, []string{"tool_call", "tool_result"}},
+		{[]string{"log", "x", "--kind", "tool_"}, []string{"tool_call", "tool_result", "tool_dispatch"}},
 		{[]string{"log", "append", "x", "--kind", "mo"}, []string{"model_change", "moved"}},
 		{[]string{"agent", "status", "--data", dir, ""}, []string{st.ID}},
 		{[]string{"move", "--data", dir, st.ID[:4]}, []string{st.ID}},
