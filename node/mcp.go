@@ -115,6 +115,21 @@ func (m *mcpTools) Run(ctx context.Context, name string, args json.RawMessage) a
 // class, approval rule and identity digest.
 func (m *mcpTools) MCPInfo(name string) (mcp.ToolInfo, bool) { return m.set.Info(name) }
 
+// Info implements agent.Described: an MCP tool as the spec rules it (its
+// server's annotations are never read), any other as the workspace tools
+// describe it.
+func (m *mcpTools) Info(name string) (agent.ToolInfo, bool) {
+	if t, ok := m.set.Info(name); ok {
+		return agent.ToolInfo{Name: t.Name, Effect: t.Effect, Approval: t.Approval, Digest: string(t.Digest)}, true
+	}
+	if d, ok := m.Toolbox.(agent.Described); ok {
+		return d.Info(name)
+	}
+	return agent.ToolInfo{}, false
+}
+
+var _ agent.Described = (*mcpTools)(nil)
+
 // closers closes each in order and returns the errors joined.
 type closers []io.Closer
 
