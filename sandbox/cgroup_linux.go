@@ -1,0 +1,141 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cgroupRoot is where cgroup version 1 controllers are mounted.
+const cgroupRoot = "/sys/fs/cgroup"
+
+// cgroupParents returns, for the pids and memory controllers of cgroup
+// version 1, a directory this process may create cgroups in: a new
+// "capsule-sandbox-PID" below the process's own cgroup. Controllers that
+// are absent or not writable are left out.
+func cgroupParents() []string {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 || (parts[1] != "pids" && parts[1] != "memory") {
+			continue
+		}
+		dir := filepath.Join(cgroupRoot, parts[1], parts[2], "capsule-sandbox-"+strconv.Itoa(os.Getpid()))
+		if err := os.Mkdir(dir, 0o700); err == nil || errors.Is(err, os.ErrExist) {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// cgroups are one command's cgroups, with their cgroup.procs files open
+// for the exec stage to join.
+type cgroups struct {
+	dirs  []string
+	procs []*os.File
+}
+
+// createCgroups creates dirs and sets the limits each controller enforces.
+func createCgroups(dirs []string, l Limits) (*cgroups, error) {
+	cg := &cgroups{}
+	for _, d := range dirs {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return cg, fmt.Errorf("cgroup: %w", err)
+		}
+		cg.dirs = append(cg.dirs, d)
+		if err := setCgroupLimit(d, l); err != nil {
+			return cg, err
+		}
+		f, err := os.OpenFile(filepath.Join(d, "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			return cg, fmt.Errorf("cgroup: %w", err)
+		}
+		cg.procs = append(cg.procs, f)
+	}
+	return cg, nil
+}
+
+func setCgroupLimit(dir string, l Limits) error {
+	var file, value string
+	switch controller(dir) {
+	case "pids":
+		if l.Processes > 0 {
+			file, value = "pids.max", itoa(int64(l.Processes))
+		}
+	case "memory":
+		if l.MemoryMB > 0 {
+			file, value = "memory.limit_in_bytes", itoa(int64(l.MemoryMB)<<20)
+		}
+	}
+	if file == "" {
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0); err != nil {
+		return fmt.Errorf("cgroup: %w", err)
+	}
+	return nil
+}
+
+// controller names the controller of a directory under cgroupRoot.
+func controller(dir string) string {
+	rel := strings.TrimPrefix(dir, cgroupRoot+"/")
+	c, _, _ := strings.Cut(rel, "/")
+	return c
+}
+
+// killAll kills every process in the cgroups until they are empty (or a
+// second has passed).
+func (cg *cgroups) killAll() {
+	deadline := time.Now().Add(time.Second)
+	for _, d := range cg.dirs {
+		for time.Now().Before(deadline) {
+			pids := readPids(filepath.Join(d, "cgroup.procs"))
+			if len(pids) == 0 {
+				break
+			}
+			for _, p := range pids {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// remove kills what is left and removes the cgroups.
+func (cg *cgroups) remove() {
+	for _, f := range cg.procs {
+		f.Close()
+	}
+	cg.killAll()
+	for _, d := range cg.dirs {
+		for i := 0; i < 100 && os.Remove(d) != nil; i++ {
+			time.Sleep(time.Millisecond) // a killed process leaves the cgroup soon
+		}
+	}
+}
+
+func readPids(path string) []int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}

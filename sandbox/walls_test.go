@@ -1,0 +1,243 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// sandboxes returns a Sandbox of every kind that works on this host, each
+// probed as Probe does with ForceEnv set to it.
+func sandboxes(t *testing.T) map[string]*Sandbox {
+	t.Helper()
+	out := map[string]*Sandbox{}
+	for _, k := range []string{KindBwrap, KindLandlock} {
+		s, err := probe("", k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if s.Kind() != k {
+			t.Logf("no %s sandbox here: %s", k, s.Reason())
+			continue
+		}
+		out[k] = s
+	}
+	if len(out) == 0 {
+		t.Fatal("no sandbox works on this host")
+	}
+	return out
+}
+
+// outcome is what one command did.
+type outcome struct {
+	stdout, stderr string
+	exit           int // -1 when killed by a signal
+}
+
+// sh runs script with /bin/sh -c under p in s.
+func sh(t *testing.T, s *Sandbox, p Policy, script string) outcome {
+	t.Helper()
+	cmd, err := s.Command(context.Background(), p, []string{"/bin/sh", "-c", script})
+	if err != nil {
+		t.Fatalf("Command: %v", err)
+	}
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("run %q: %v", script, err)
+	}
+	return outcome{o.String(), e.String(), cmd.ProcessState.ExitCode()}
+}
+
+// world is a node's files around one agent's workspace: secrets the agent
+// must not read and places it must not write.
+type world struct {
+	root, ws          string
+	sshKey, nodeKey   string // fake keys outside the workspace
+	otherWS, realHome string // another agent's file; a file in the real $HOME
+	outside, nodeDir  string // paths to try writing
+	listener          net.Listener
+	accepted          *atomic.Int32
+}
+
+const secret = "SECRET-c0ffee"
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	root := t.TempDir()
+	w := &world{root: root, ws: filepath.Join(root, "agents", "a", "workspace"),
+		sshKey: filepath.Join(root, "home", ".ssh", "id_ed25519"), nodeKey: filepath.Join(root, "node", "keys", "node.key"),
+		otherWS: filepath.Join(root, "agents", "b", "workspace", "notes.txt"), outside: filepath.Join(root, "outside.txt"),
+		nodeDir: filepath.Join(root, "node", "keys", "planted"), accepted: new(atomic.Int32)}
+	for _, f := range []string{w.sshKey, w.nodeKey, w.otherWS} {
+		must(t, os.MkdirAll(filepath.Dir(f), 0o700))
+		must(t, os.WriteFile(f, []byte(secret+"\n"), 0o600))
+	}
+	must(t, os.MkdirAll(w.ws, 0o755))
+	home, err := os.UserHomeDir()
+	must(t, err)
+	f, err := os.CreateTemp(home, ".capsule-sandbox-test-")
+	must(t, err)
+	f.WriteString(secret + "\n")
+	f.Close()
+	w.realHome = f.Name()
+	t.Cleanup(func() { os.Remove(w.realHome) })
+	w.listener, err = net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	t.Cleanup(func() { w.listener.Close() })
+	go func() {
+		for {
+			c, err := w.listener.Accept()
+			if err != nil {
+				return
+			}
+			w.accepted.Add(1)
+			c.Write([]byte(secret + "\n"))
+			c.Close()
+		}
+	}()
+	return w
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wall is one thing a sandboxed command must not do. script tries it;
+// breached says whether it got through. The same script runs once more
+// without the wall (unsandboxed, or without the limit), where it must get
+// through: so the test fails if the wall is removed.
+type wall struct {
+	name     string
+	policy   func(w *world) Policy // the walled policy
+	open     func(p Policy) Policy // the same policy without the wall
+	script   func(w *world) string
+	breached func(w *world, o outcome) bool
+}
+
+func unsandboxed(p Policy) Policy { p.Unsandboxed = true; return p }
+
+func basePolicy(w *world) Policy { return Policy{Workspace: w.ws} }
+
+func readSecret(path func(w *world) string) (func(*world) string, func(*world, outcome) bool) {
+	return func(w *world) string { return "cat " + path(w) },
+		func(w *world, o outcome) bool { return strings.Contains(o.stdout, secret) }
+}
+
+func writeFile(path func(w *world) string) (func(*world) string, func(*world, outcome) bool) {
+	return func(w *world) string { return "echo planted > " + path(w) },
+		func(w *world, o outcome) bool {
+			_, err := os.Stat(path(w))
+			os.Remove(path(w))
+			return err == nil
+		}
+}
+
+var walls = func() []wall {
+	var ws []wall
+	for _, r := range []struct {
+		name string
+		path func(w *world) string
+	}{
+		{"read ~/.ssh/id_ed25519", func(w *world) string { return w.sshKey }},
+		{"read the node key", func(w *world) string { return w.nodeKey }},
+		{"read another agent's workspace", func(w *world) string { return w.otherWS }},
+		{"read a file in the real $HOME", func(w *world) string { return w.realHome }},
+	} {
+		s, b := readSecret(r.path)
+		ws = append(ws, wall{r.name, basePolicy, unsandboxed, s, b})
+	}
+	for _, r := range []struct {
+		name string
+		path func(w *world) string
+	}{
+		{"write outside the workspace", func(w *world) string { return w.outside }},
+		{"write into the node's key folder", func(w *world) string { return w.nodeDir }},
+	} {
+		s, b := writeFile(r.path)
+		ws = append(ws, wall{r.name, basePolicy, unsandboxed, s, b})
+	}
+	ws = append(ws, wall{"connect to a loopback port", basePolicy, unsandboxed,
+		func(w *world) string {
+			return fmt.Sprintf("exec bash -c 'cat < /dev/tcp/127.0.0.1/%d'", w.listener.Addr().(*net.TCPAddr).Port)
+		},
+		func(w *world, o outcome) bool { return w.accepted.Swap(0) > 0 || strings.Contains(o.stdout, secret) }})
+	ws = append(ws, limitWalls()...)
+	return ws
+}()
+
+// limitWalls are the walls of Limits; their open policy is the same
+// sandbox without the limit.
+func limitWalls() []wall {
+	with := func(l Limits) func(*world) Policy {
+		return func(w *world) Policy { p := basePolicy(w); p.Limits = l; return p }
+	}
+	unlimited := func(p Policy) Policy { p.Limits = Limits{}; return p }
+	return []wall{
+		{"fork bomb stopped by the process limit", with(Limits{Processes: 16}), unlimited,
+			func(*world) string {
+				return "i=0; while [ $i -lt 64 ]; do sleep 2 & i=$((i+1)); done; echo all-forked"
+			},
+			func(w *world, o outcome) bool { return strings.Contains(o.stdout, "all-forked") }},
+		{"fill the workspace beyond the disk limit", with(Limits{DiskMB: 1}), unlimited,
+			func(*world) string { return "head -c 3000000 /dev/zero > big; wc -c < big" },
+			func(w *world, o outcome) bool { return fileSize(filepath.Join(w.ws, "big")) > 1<<20 }},
+		{"fill /tmp beyond the disk limit", with(Limits{DiskMB: 1}), unlimited,
+			func(*world) string { return "head -c 3000000 /dev/zero > $TMPDIR/big; wc -c < $TMPDIR/big" },
+			func(w *world, o outcome) bool { return strings.TrimSpace(o.stdout) == "3000000" }},
+		{"outlive the wall time", with(Limits{Wall: 300 * time.Millisecond}), unlimited,
+			func(*world) string { return "sleep 2; echo still-here" },
+			func(w *world, o outcome) bool {
+				return strings.Contains(o.stdout, "still-here") || o.exit != ExitWallTime
+			}},
+		{"write beyond the output cap", with(Limits{OutputBytes: 1000}), unlimited,
+			func(*world) string { return "head -c 100000 /dev/zero | tr '\\0' a" },
+			func(w *world, o outcome) bool { return len(o.stdout) > 1000 || o.exit != ExitOutput }},
+	}
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// TestWalls proves every wall from inside a sandboxed shell, for every
+// kind of sandbox this host has, and that each script does get through
+// when that wall is not there.
+func TestWalls(t *testing.T) {
+	for kind, s := range sandboxes(t) {
+		for _, wl := range walls {
+			t.Run(kind+"/"+wl.name, func(t *testing.T) {
+				w := newWorld(t)
+				p := wl.policy(w)
+				o := sh(t, s, p, wl.script(w))
+				t.Logf("walled: exit %d, stderr %.200q", o.exit, o.stderr)
+				if wl.breached(w, o) {
+					t.Errorf("breached inside the %s sandbox: exit %d\nstdout: %.300s\nstderr: %.300s", kind, o.exit, o.stdout, o.stderr)
+				}
+				if o := sh(t, s, wl.open(p), wl.script(w)); !wl.breached(w, o) {
+					t.Errorf("the script does not get through even without the wall, so it proves nothing: exit %d\nstdout: %.300s\nstderr: %.300s",
+						o.exit, o.stdout, o.stderr)
+				}
+			})
+		}
+	}
+}
