@@ -1,0 +1,80 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestPolicyCheck(t *testing.T) {
+	ws := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		p    Policy
+		want string // "" when valid
+	}{
+		{"minimal", Policy{Workspace: ws}, ""},
+		{"hosts", Policy{Workspace: ws, Network: NetworkHosts, Hosts: []string{"api.github.com:443"}}, ""},
+		{"relative workspace", Policy{Workspace: "ws"}, "not a clean absolute path"},
+		{"unclean workspace", Policy{Workspace: ws + "/../x"}, "not a clean absolute path"},
+		{"root workspace", Policy{Workspace: "/"}, "cannot be /"},
+		{"hosts without network", Policy{Workspace: ws, Hosts: []string{"a.example:443"}}, "need network"},
+		{"host without port", Policy{Workspace: ws, Network: NetworkHosts, Hosts: []string{"a.example"}}, "a.example"},
+		{"unknown network", Policy{Workspace: ws, Network: "full"}, `network "full"`},
+		{"negative limit", Policy{Workspace: ws, Limits: Limits{Processes: -1}}, "negative limit"},
+	} {
+		err := tc.p.check()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (!errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want ErrPolicy saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// With no sandbox, Command refuses with the probe's reason and nothing
+// runs; an Unsandboxed policy runs.
+func TestUnavailable(t *testing.T) {
+	s, err := probe("", "no-such-kind")
+	must(t, err)
+	defer s.Close()
+	if s.Kind() != KindNone || !strings.Contains(s.Reason(), "no-such-kind") {
+		t.Fatalf("kind %q, reason %q", s.Kind(), s.Reason())
+	}
+	ws := t.TempDir()
+	marker := filepath.Join(ws, "ran")
+	if _, err := s.Command(context.Background(), Policy{Workspace: ws}, []string{"touch", marker}); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Command: %v, want ErrUnavailable", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the command ran")
+	}
+	o := sh(t, s, Policy{Workspace: ws, Unsandboxed: true}, "touch ran; echo $HOME")
+	if _, err := os.Stat(marker); err != nil || strings.TrimSpace(o.stdout) != ws {
+		t.Errorf("unsandboxed: %+v, %v", o, err)
+	}
+}
+
+// The environment is the policy's plus PATH, HOME and TMPDIR; nothing of
+// the node's own environment leaks in.
+func TestEnvironment(t *testing.T) {
+	t.Setenv("CAPSULE_NODE_SECRET", "leaked")
+	for kind, s := range sandboxes(t) {
+		ws := t.TempDir()
+		o := sh(t, s, Policy{Workspace: ws, Env: []string{"LANG=C.UTF-8"}}, "env | sort")
+		got := strings.Fields(o.stdout)
+		want := []string{"HOME=" + ws, "LANG=C.UTF-8", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "PWD=" + ws}
+		for _, w := range want {
+			if !strings.Contains(o.stdout, w+"\n") {
+				t.Errorf("%s: env lacks %s:\n%s", kind, w, o.stdout)
+			}
+		}
+		if strings.Contains(o.stdout, "leaked") || strings.Contains(o.stdout, configEnv) || len(got) > len(want)+2 {
+			t.Errorf("%s: env has more than it should:\n%s", kind, o.stdout)
+		}
+	}
+}
