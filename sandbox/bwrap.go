@@ -12,7 +12,8 @@ const defaultTmpMB = 256
 // bwrapArgs are bwrap's options for p, up to "--": every namespace
 // unshared, the system directories read-only, the workspace read-write at
 // its own path, a private /tmp, /dev and /proc of the sandbox, the init
-// binary and, with a proxy, its socket. Nothing else of the host is there:
+// binary (unless self is empty: bwrap then runs argv itself) and, with a
+// proxy, its socket. Nothing else of the host is there:
 // not /root, /home, /tmp, the node's data folder or another workspace.
 func bwrapArgs(self string, p Policy, proxySocket string) []string {
 	a := []string{"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"}
@@ -34,8 +35,10 @@ func bwrapArgs(self string, p Policy, proxySocket string) []string {
 	}
 	a = append(a, "--dev", "/dev", "--proc", "/proc",
 		"--size", strconv.FormatInt(int64(tmpMB)<<20, 10), "--tmpfs", "/tmp",
-		"--bind", p.Workspace, p.Workspace, "--chdir", p.Workspace,
-		"--ro-bind", self, innerInit)
+		"--bind", p.Workspace, p.Workspace, "--chdir", p.Workspace)
+	if self != "" {
+		a = append(a, "--ro-bind", self, innerInit)
+	}
 	if proxySocket != "" {
 		a = append(a, "--bind", proxySocket, innerProxy)
 	}

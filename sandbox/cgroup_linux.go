@@ -2,12 +2,12 @@ package sandbox
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -15,11 +15,15 @@ import (
 // cgroupRoot is where cgroup version 1 controllers are mounted.
 const cgroupRoot = "/sys/fs/cgroup"
 
+// parents counts the sandboxes of this process, to name their cgroups.
+var parents atomic.Int64
+
 // cgroupParents returns, for the pids and memory controllers of cgroup
-// version 1, a directory this process may create cgroups in: a new
-// "capsule-sandbox-PID" below the process's own cgroup. Controllers that
+// version 1, a directory this sandbox may create cgroups in: a new
+// "capsule-sandbox-PID-N" below the process's own cgroup. Controllers that
 // are absent or not writable are left out.
 func cgroupParents() []string {
+	name := fmt.Sprintf("capsule-sandbox-%d-%d", os.Getpid(), parents.Add(1))
 	f, err := os.Open("/proc/self/cgroup")
 	if err != nil {
 		return nil
@@ -32,8 +36,8 @@ func cgroupParents() []string {
 		if len(parts) != 3 || (parts[1] != "pids" && parts[1] != "memory") {
 			continue
 		}
-		dir := filepath.Join(cgroupRoot, parts[1], parts[2], "capsule-sandbox-"+strconv.Itoa(os.Getpid()))
-		if err := os.Mkdir(dir, 0o700); err == nil || errors.Is(err, os.ErrExist) {
+		dir := filepath.Join(cgroupRoot, parts[1], parts[2], name)
+		if err := os.Mkdir(dir, 0o700); err == nil {
 			out = append(out, dir)
 		}
 	}
@@ -138,4 +142,18 @@ func readPids(path string) []int {
 		}
 	}
 	return out
+}
+
+// finished reports whether the command of cg has run and ended: its pids
+// cgroup has had a process (pids.peak, Linux 6.1+) and has none now.
+func (cg *cgroups) finished() bool {
+	for _, d := range cg.dirs {
+		if controller(d) != "pids" {
+			continue
+		}
+		peak, err1 := os.ReadFile(filepath.Join(d, "pids.peak"))
+		cur, err2 := os.ReadFile(filepath.Join(d, "pids.current"))
+		return err1 == nil && err2 == nil && strings.TrimSpace(string(peak)) != "0" && strings.TrimSpace(string(cur)) == "0"
+	}
+	return false
 }

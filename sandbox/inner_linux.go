@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -84,9 +85,6 @@ func execStage(c config) int {
 		}
 		unix.Close(fd)
 	}
-	if err := setRlimits(c.Limits); err != nil {
-		return setupFailed(err)
-	}
 	if err := os.Chdir(c.Workspace); err != nil {
 		return setupFailed(fmt.Errorf("workspace: %w", err))
 	}
@@ -98,7 +96,26 @@ func execStage(c config) int {
 		fmt.Fprintf(os.Stderr, "%s%v\n", MarkerPrefix, err)
 		return 127
 	}
-	err = syscall.Exec(path, c.Argv, c.Env)
+	argv, err := syscall.SlicePtrFromStrings(c.Argv)
+	if err != nil {
+		return setupFailed(err)
+	}
+	envv, err := syscall.SlicePtrFromStrings(c.Env)
+	if err != nil {
+		return setupFailed(err)
+	}
+	pathp, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return setupFailed(err)
+	}
+	// The limits come last: RLIMIT_AS may be below this Go process's own
+	// address space, so nothing may allocate after it but execve itself.
+	if err := setRlimits(c.Limits); err != nil {
+		return setupFailed(err)
+	}
+	_, _, errno := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(pathp)),
+		uintptr(unsafe.Pointer(&argv[0])), uintptr(unsafe.Pointer(&envv[0])))
+	err = errno
 	fmt.Fprintf(os.Stderr, "%sexec %s: %v\n", MarkerPrefix, c.Argv[0], err)
 	return 126
 }

