@@ -107,19 +107,64 @@ func (w *Workspace) run(ctx context.Context, args json.RawMessage) Result {
 	if msg := w.runCheck(args, &a); msg != "" {
 		return capped(failf("%s", msg), w.opts.MaxOutput)
 	}
-	p := w.runPolicy(a)
-	cmd, err := w.opts.Sandbox.Command(ctx, p, []string{"/bin/sh", "-c", a.Command})
+	p, wall, limit := w.runPolicy(a)
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(wall, func() { cancel(errTimedOut) })
+	defer timer.Stop()
+	cmd, err := w.opts.Sandbox.Command(runCtx, p, []string{"/bin/sh", "-c", a.Command})
 	if err != nil {
 		return failf("%s: refused: %v", RunCommand, err)
 	}
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	out := &outputCap{left: limit, cancel: cancel}
+	cmd.Stdout, cmd.Stderr = out.to(&stdout), out.to(&stderr)
 	err = cmd.Run()
-	status, isErr := runStatus(cmd, err, p.Limits, stderr.String())
-	if ctx.Err() != nil {
-		status, isErr = fmt.Sprintf("canceled: %v", ctx.Err()), true
+	status, isErr := runStatus(cmd, err, stderr.String())
+	switch cause := context.Cause(runCtx); {
+	case errors.Is(cause, errTimedOut):
+		status = fmt.Sprintf("timed out after %v: the command and everything it started were killed", wall)
+	case errors.Is(cause, errTooMuchOutput):
+		status = fmt.Sprintf("killed: it wrote more than %d bytes of output", limit)
+	case ctx.Err() != nil:
+		status = fmt.Sprintf("canceled: %v", ctx.Err())
+	default:
+		return w.runResult(status, isErr, stdout.String(), stripMarker(stderr.String()))
 	}
-	return w.runResult(status, isErr, stdout.String(), stripMarker(stderr.String()))
+	return w.runResult(status, true, stdout.String(), stripMarker(stderr.String()))
+}
+
+// The causes with which the run tool stops a command itself.
+var (
+	errTimedOut      = errors.New("timed out")
+	errTooMuchOutput = errors.New("too much output")
+)
+
+// outputCap counts what a command writes to both streams and stops it
+// (cancel) past its budget; what is past the budget is dropped.
+type outputCap struct {
+	mu     sync.Mutex
+	left   int64
+	cancel context.CancelCauseFunc
+}
+
+type capWriter struct {
+	c   *outputCap
+	buf *bytes.Buffer
+}
+
+func (c *outputCap) to(buf *bytes.Buffer) capWriter { return capWriter{c, buf} }
+
+func (w capWriter) Write(p []byte) (int, error) {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	keep := min(int64(len(p)), w.c.left)
+	w.buf.Write(p[:keep])
+	w.c.left -= keep
+	if keep < int64(len(p)) {
+		w.c.cancel(errTooMuchOutput)
+	}
+	return len(p), nil
 }
 
 // runCheck validates args against the schema and decodes them into a.
@@ -138,32 +183,34 @@ func (w *Workspace) runCheck(args json.RawMessage, a *runArgs) string {
 	return decode(RunCommand, args, a)
 }
 
-// runPolicy is the workspace's policy for one call: its workspace, and a
-// wall time that is the call's timeout within the policy's.
-func (w *Workspace) runPolicy(a runArgs) sandbox.Policy {
-	p := w.opts.Policy
+// runPolicy is the workspace's policy for one call, with its workspace;
+// wall is the call's timeout within the policy's wall time and limit the
+// policy's output limit (or DefaultRunOutput). The tool enforces both
+// itself, to tell them from the command's own failures.
+func (w *Workspace) runPolicy(a runArgs) (p sandbox.Policy, wall time.Duration, limit int64) {
+	p = w.opts.Policy
 	p.Workspace = w.dir
-	wall := DefaultRunTimeout
+	wall = DefaultRunTimeout
 	if a.TimeoutSeconds > 0 {
 		wall = time.Duration(a.TimeoutSeconds) * time.Second
 	}
 	if p.Limits.Wall > 0 {
 		wall = min(wall, p.Limits.Wall)
 	}
-	p.Limits.Wall = wall
-	if p.Limits.OutputBytes == 0 {
-		p.Limits.OutputBytes = DefaultRunOutput
+	limit = p.Limits.OutputBytes
+	if limit == 0 {
+		limit = DefaultRunOutput
 	}
-	return p
+	p.Limits.Wall, p.Limits.OutputBytes = 0, 0
+	return p, wall, limit
 }
 
 // runStatus says how the command ended, and whether that is an error
-// result: a timeout, the output limit or a sandbox that could not start
-// are; an exit status other than 0, or a signal, is not (the model reads
-// it). A death by signal N reads "exit status: 128+N (killed by signal N:
+// result: a sandbox that could not start is; an exit status other than 0,
+// or a signal, is not (the model reads it). A death by signal N reads "exit status: 128+N (killed by signal N:
 // name)" as a shell reports it, since under bwrap the sandbox's own init
 // reports it so.
-func runStatus(cmd *exec.Cmd, err error, l sandbox.Limits, stderr string) (string, bool) {
+func runStatus(cmd *exec.Cmd, err error, stderr string) (string, bool) {
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		return fmt.Sprintf("not run: %v", err), true
@@ -175,10 +222,6 @@ func runStatus(cmd *exec.Cmd, err error, l sandbox.Limits, stderr string) (strin
 		code = 128 + int(ws.Signal())
 	}
 	switch {
-	case code == sandbox.ExitWallTime && marked:
-		return fmt.Sprintf("timed out after %v: the command and everything it started were killed", l.Wall), true
-	case code == sandbox.ExitOutput && marked:
-		return fmt.Sprintf("killed: it wrote more than %d bytes of output", l.OutputBytes), true
 	case code == sandbox.ExitSetup && marked:
 		return "not run: the sandbox could not be set up", true
 	case code > 128 && code < 128+65:
