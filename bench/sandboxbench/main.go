@@ -1,0 +1,82 @@
+// Command sandboxbench times N runs of `true` through sandbox.Command (one
+// kind, with the capsule binary as the init) or a bare fork/exec of it, and
+// prints the median and 90th percentile per call and the peak RSS of the
+// processes it waited for. bench/sandbox.sh runs it, interleaving modes.
+//
+// Usage: sandboxbench -mode bare|bwrap|bwrap-init|landlock -init CAPSULE -n N
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/agentcapsule/capsule/sandbox"
+)
+
+func main() {
+	mode := flag.String("mode", "bare", "bare, bwrap, bwrap-init (bwrap through the capsule init: an output limit) or landlock")
+	initBin := flag.String("init", "", "the capsule binary the sandbox re-executes")
+	n := flag.Int("n", 50, "calls")
+	flag.Parse()
+	if err := run(*mode, *initBin, *n); err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(mode, initBin string, n int) error {
+	ws, err := os.MkdirTemp("", "sandboxbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ws)
+	start, err := starter(mode, initBin, ws)
+	if err != nil {
+		return err
+	}
+	var times []time.Duration
+	for range n {
+		t0 := time.Now()
+		cmd, err := start()
+		if err != nil {
+			return err
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v: %s", mode, err, out)
+		}
+		times = append(times, time.Since(t0))
+	}
+	slices.Sort(times)
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	fmt.Printf("%s median_us %d p90_us %d child_maxrss_kb %d\n", mode,
+		times[len(times)/2].Microseconds(), times[len(times)*9/10].Microseconds(), ru.Maxrss)
+	return nil
+}
+
+// starter returns what makes one command of mode.
+func starter(mode, initBin, ws string) (func() (*exec.Cmd, error), error) {
+	if mode == "bare" {
+		return func() (*exec.Cmd, error) { return exec.Command("true"), nil }, nil
+	}
+	kind := mode
+	p := sandbox.Policy{Workspace: ws, Limits: sandbox.Limits{Processes: 64, MemoryMB: 1024, DiskMB: 256, Wall: time.Minute}}
+	if mode == "bwrap-init" {
+		kind, p.Limits.OutputBytes = sandbox.KindBwrap, 1<<20
+	}
+	os.Setenv(sandbox.ForceEnv, kind)
+	sb, err := sandbox.Probe(initBin)
+	if err != nil {
+		return nil, err
+	}
+	if sb.Kind() != kind {
+		return nil, fmt.Errorf("no %s sandbox: %s", kind, sb.Reason())
+	}
+	return func() (*exec.Cmd, error) { return sb.Command(context.Background(), p, []string{"true"}) }, nil
+}
