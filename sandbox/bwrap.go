@@ -5,6 +5,10 @@ import (
 	"strconv"
 )
 
+// systemDirs are the directories a sandboxed command may read (and
+// execute from); nothing else outside its workspace and private /tmp.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"}
+
 // defaultTmpMB is the size of a bwrap sandbox's /tmp when Limits.DiskMB is
 // zero.
 const defaultTmpMB = 256

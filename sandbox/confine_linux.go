@@ -10,10 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// systemDirs are the directories a sandboxed command may read (and
-// execute from); nothing else outside its workspace and private /tmp.
-var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"}
-
 // confine applies the confinement of c.Kind to this process; it is inherited
 // by argv after execve.
 func confine(c config) error {

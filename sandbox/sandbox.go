@@ -189,7 +189,7 @@ func (s *Sandbox) command(ctx context.Context, kind string, p Policy, argv []str
 	cmd := exec.CommandContext(ctx, s.self, Verb, stageSupervise)
 	cmd.Env = []string{env}
 	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = dieWithParent()
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = termGrace + time.Second
 	return cmd, nil

@@ -17,6 +17,9 @@ import (
 // SIGINT before it kills the whole tree.
 const termGrace = 2 * time.Second
 
+// dieWithParent makes the supervisor die with the node.
+func dieWithParent() *syscall.SysProcAttr { return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }
+
 // supervise is the first stage, outside the sandbox: it creates the
 // per-command cgroups and private /tmp, starts the confined child, enforces
 // the wall time and the output cap, kills whatever the command left behind
