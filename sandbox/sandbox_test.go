@@ -104,3 +104,25 @@ func TestDirectCgroupsRemoved(t *testing.T) {
 		t.Errorf("cgroups left in %s: %v", s.cgroups[0], dirs)
 	}
 }
+
+// A command killed by a signal is reported so, and the supervisor still
+// removes its private tmp and cgroups first.
+func TestSignalCleanUp(t *testing.T) {
+	s := sandboxes(t)[KindLandlock]
+	if s == nil {
+		t.Skip("no landlock sandbox here")
+	}
+	ws := t.TempDir()
+	o := sh(t, s, Policy{Workspace: ws, Limits: Limits{Processes: 8}}, "touch $TMPDIR/x; kill -9 $$")
+	if o.exit != -1 {
+		t.Errorf("exit %d, want death by signal (stderr %q)", o.exit, o.stderr)
+	}
+	left, _ := filepath.Glob(filepath.Join(s.state, "tmp-*"))
+	for _, d := range s.cgroups {
+		sub, _ := filepath.Glob(filepath.Join(d, "[0-9]*"))
+		left = append(left, sub...)
+	}
+	if len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

@@ -23,32 +23,38 @@ func dieWithParent() *syscall.SysProcAttr { return &syscall.SysProcAttr{Pdeathsi
 // supervise is the first stage, outside the sandbox: it creates the
 // per-command cgroups and private /tmp, starts the confined child, enforces
 // the wall time and the output cap, kills whatever the command left behind
-// and removes what it created. It exits as the command did.
+// and removes what it created. It exits as the command did, after the
+// clean-up (a death by signal is passed on by signaling itself).
 func supervise(c config) int {
+	code, sig := superviseRun(c)
+	return exitAs(code, sig)
+}
+
+func superviseRun(c config) (int, syscall.Signal) {
 	if c.Tmp != "" {
 		if err := os.Mkdir(c.Tmp, 0o700); err != nil {
-			return setupFailed(fmt.Errorf("private tmp: %w", err))
+			return setupFailed(fmt.Errorf("private tmp: %w", err)), 0
 		}
 		defer os.RemoveAll(c.Tmp)
 	}
 	cg, err := createCgroups(c.Cgroups, c.Limits)
 	defer cg.remove()
 	if err != nil {
-		return setupFailed(err)
+		return setupFailed(err), 0
 	}
 	child, out, err := childCommand(c, cg)
 	if err != nil {
-		return setupFailed(err)
+		return setupFailed(err), 0
 	}
 	if err := child.Start(); err != nil {
 		out.closeWriters()
-		return setupFailed(fmt.Errorf("start: %w", err))
+		return setupFailed(fmt.Errorf("start: %w", err)), 0
 	}
 	out.closeWriters()
 	code, sig := watch(child, c.Limits.Wall, out)
 	killTree(child.Process.Pid, cg)
 	out.wait()
-	return exitAs(code, sig)
+	return code, sig
 }
 
 // childCommand is the confined child: bwrap running the inner stage, or the
