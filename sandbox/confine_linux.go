@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -49,7 +50,11 @@ func restrictLandlock(c config) error {
 
 // dropCapabilities empties the bounding set, so that a root process keeps
 // no capability across execve (Landlock confines files, not capabilities).
+// Another user has none to keep (and may not change the set).
 func dropCapabilities() error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
 	for cap := 0; cap < 64; cap++ {
 		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(cap), 0, 0, 0)
 		if errors.Is(err, unix.EINVAL) {

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -46,7 +47,7 @@ func (s *Sandbox) directCommand(ctx context.Context, p Policy, argv []string) (*
 		cg.remove()
 		return nil, err
 	}
-	filter, err := seccompProgram(config{Kind: KindBwrap})
+	filter, err := bwrapFilter()
 	if err != nil {
 		cg.remove()
 		return nil, err
@@ -103,10 +104,10 @@ func prlimitFlags(l Limits) []string {
 	return f
 }
 
-// seccompProgram returns a pipe from which bwrap reads c's seccomp filter
-// as struct sock_filter records.
-func seccompProgram(c config) (*os.File, error) {
-	f := seccompFilter(c)
+// bwrapProgram is the bwrap mode's seccomp filter as struct sock_filter
+// records, assembled once.
+var bwrapProgram = sync.OnceValues(func() ([]byte, error) {
+	f := seccompFilter(config{Kind: KindBwrap})
 	insts, err := f.Policy.Assemble()
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)
@@ -120,6 +121,15 @@ func seccompProgram(c config) (*os.File, error) {
 		buf = binary.LittleEndian.AppendUint16(buf, r.Op)
 		buf = append(buf, r.Jt, r.Jf)
 		buf = binary.LittleEndian.AppendUint32(buf, r.K)
+	}
+	return buf, nil
+})
+
+// bwrapFilter returns a pipe from which bwrap reads the seccomp filter.
+func bwrapFilter() (*os.File, error) {
+	buf, err := bwrapProgram()
+	if err != nil {
+		return nil, err
 	}
 	rd, wr, err := os.Pipe()
 	if err != nil {

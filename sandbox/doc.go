@@ -12,8 +12,18 @@
 // caller sets only when the environment spec says `sandbox: none` and the
 // node was started with --allow-unsandboxed.
 //
-// A command is started by re-executing the capsule binary (the hidden verb
-// Verb, which Main runs) as a small init in three stages. The supervisor,
+// The path a `run` call takes under bwrap (no network, no output limit)
+// starts no capsule process: Command returns bwrap itself, which loads the
+// seccomp filter (--seccomp); a shell inside joins the command's cgroups
+// through inherited descriptors and util-linux prlimit sets the rlimits and
+// executes argv. The node creates the cgroups and removes them once the
+// command has run; the wall time is a deadline on the Cmd's context; the
+// pid namespace takes the whole tree down with bwrap. Starting the capsule
+// binary costs more than all of bwrap here (its package initialisation
+// alone takes tens of milliseconds), hence this path.
+//
+// Every other command is started by re-executing the capsule binary (the
+// hidden verb Verb, which Main runs) as a small init in three stages. The supervisor,
 // outside the sandbox, creates the command's cgroups (cgroup version 1
 // pids and memory controllers, when writable) and private tmp directory,
 // enforces Limits.Wall and Limits.OutputBytes, kills whatever the command

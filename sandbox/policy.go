@@ -18,11 +18,15 @@ const (
 // Limits bound one sandboxed command. A zero field is no limit; the caller
 // (the node) fills in its defaults.
 type Limits struct {
-	// Wall is the longest the command may run; then the whole tree is
-	// killed and the command exits with ExitWallTime.
+	// Wall is the longest the command may run, counted from Command; then
+	// the whole tree is killed: through the capsule init the command exits
+	// with ExitWallTime, on bwrap's direct path it dies of SIGKILL. A
+	// caller that must tell a timeout apart keeps its own deadline (as the
+	// run tool does).
 	Wall time.Duration
 	// OutputBytes caps stdout and stderr together; past it the tree is
-	// killed and the command exits with ExitOutput.
+	// killed and the command exits with ExitOutput. It needs the capsule
+	// init (the slower path); the run tool caps its output itself.
 	OutputBytes int64
 	// Processes caps the processes the command may have at once (a pids
 	// cgroup when one is writable, and RLIMIT_NPROC).
