@@ -35,6 +35,7 @@ func BenchmarkStart(b *testing.B) {
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Fatalf("%v: %s", err, out)
 				}
+				s.Release(cmd)
 			}
 		})
 	}

@@ -71,25 +71,54 @@ func createCgroups(dirs []string, l Limits) (*cgroups, error) {
 	return cg, nil
 }
 
+// setCgroupLimit writes the limit of dir's controller: l's, or none (a
+// reused cgroup may hold an earlier command's).
 func setCgroupLimit(dir string, l Limits) error {
 	var file, value string
 	switch controller(dir) {
 	case "pids":
+		file, value = "pids.max", "max"
 		if l.Processes > 0 {
-			file, value = "pids.max", itoa(int64(l.Processes))
+			value = itoa(int64(l.Processes))
 		}
 	case "memory":
+		file, value = "memory.limit_in_bytes", "-1"
 		if l.MemoryMB > 0 {
-			file, value = "memory.limit_in_bytes", itoa(int64(l.MemoryMB)<<20)
+			value = itoa(int64(l.MemoryMB) << 20)
 		}
-	}
-	if file == "" {
+	default:
 		return nil
 	}
 	if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0); err != nil {
 		return fmt.Errorf("cgroup: %w", err)
 	}
 	return nil
+}
+
+// reopen sets l's limits on cg's existing directories and opens their
+// cgroup.procs again.
+func (cg *cgroups) reopen(l Limits) error {
+	for _, d := range cg.dirs {
+		if err := setCgroupLimit(d, l); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(filepath.Join(d, "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("cgroup: %w", err)
+		}
+		cg.procs = append(cg.procs, f)
+	}
+	return nil
+}
+
+// empty reports whether no process is in cg.
+func (cg *cgroups) empty() bool {
+	for _, d := range cg.dirs {
+		if len(readPids(filepath.Join(d, "cgroup.procs"))) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // controller names the controller of a directory under cgroupRoot.

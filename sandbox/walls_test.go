@@ -68,6 +68,7 @@ func sh(t *testing.T, s *Sandbox, p Policy, script string) outcome {
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err = cmd.Run()
+	s.Release(cmd)
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatalf("run %q: %v", script, err)

@@ -120,6 +120,7 @@ func (w *Workspace) run(ctx context.Context, args json.RawMessage) Result {
 	out := &outputCap{left: limit, cancel: cancel}
 	cmd.Stdout, cmd.Stderr = out.to(&stdout), out.to(&stderr)
 	err = cmd.Run()
+	w.opts.Sandbox.Release(cmd)
 	status, isErr := runStatus(cmd, err, stderr.String())
 	switch cause := context.Cause(runCtx); {
 	case errors.Is(cause, errTimedOut):

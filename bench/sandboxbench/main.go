@@ -36,7 +36,7 @@ func run(mode, initBin string, n int) error {
 		return err
 	}
 	defer os.RemoveAll(ws)
-	start, err := starter(mode, initBin, ws)
+	start, release, err := starter(mode, initBin, ws)
 	if err != nil {
 		return err
 	}
@@ -47,9 +47,11 @@ func run(mode, initBin string, n int) error {
 		if err != nil {
 			return err
 		}
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		if err != nil {
 			return fmt.Errorf("%s: %v: %s", mode, err, out)
 		}
+		release(cmd)
 		times = append(times, time.Since(t0))
 	}
 	slices.Sort(times)
@@ -60,10 +62,11 @@ func run(mode, initBin string, n int) error {
 	return nil
 }
 
-// starter returns what makes one command of mode.
-func starter(mode, initBin, ws string) (func() (*exec.Cmd, error), error) {
+// starter returns what makes one command of mode, and what releases it
+// once waited for (as the run tool does).
+func starter(mode, initBin, ws string) (func() (*exec.Cmd, error), func(*exec.Cmd), error) {
 	if mode == "bare" {
-		return func() (*exec.Cmd, error) { return exec.Command("true"), nil }, nil
+		return func() (*exec.Cmd, error) { return exec.Command("true"), nil }, func(*exec.Cmd) {}, nil
 	}
 	kind := mode
 	p := sandbox.Policy{Workspace: ws, Limits: sandbox.Limits{Processes: 64, MemoryMB: 1024, DiskMB: 256, Wall: time.Minute}}
@@ -73,10 +76,10 @@ func starter(mode, initBin, ws string) (func() (*exec.Cmd, error), error) {
 	os.Setenv(sandbox.ForceEnv, kind)
 	sb, err := sandbox.Probe(initBin)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if sb.Kind() != kind {
-		return nil, fmt.Errorf("no %s sandbox: %s", kind, sb.Reason())
+		return nil, nil, fmt.Errorf("no %s sandbox: %s", kind, sb.Reason())
 	}
-	return func() (*exec.Cmd, error) { return sb.Command(context.Background(), p, []string{"true"}) }, nil
+	return func() (*exec.Cmd, error) { return sb.Command(context.Background(), p, []string{"true"}) }, sb.Release, nil
 }
