@@ -10,19 +10,20 @@
 # a run waited for (getrusage RUSAGE_CHILDREN maxrss: the largest of bwrap,
 # the capsule init and `true`).
 #
-# Modes: bare; bwrap (the direct path a run call takes: bwrap, a shell
+# Modes: bare; bwrap-cli (bwrap alone with the same namespaces and mounts:
+# bwrap's own share); bwrap (the direct path a run call takes: bwrap, a shell
 # joining the cgroups, prlimit); bwrap-init (bwrap through the capsule
 # init, the path of an output limit or network hosts); landlock (the
 # capsule init applying Landlock and seccomp).
 #
-# Usage: bench/sandbox.sh   ROUNDS=5 N=40 MODES="bare bwrap bwrap-init landlock"
+# Usage: bench/sandbox.sh   ROUNDS=5 N=40 MODES="bare bwrap-cli bwrap bwrap-init landlock"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
 
 rounds="${ROUNDS:-5}"
 n="${N:-40}"
-modes="${MODES:-bare bwrap bwrap-init landlock}"
+modes="${MODES:-bare bwrap-cli bwrap bwrap-init landlock}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 

@@ -3,7 +3,7 @@
 // prints the median and 90th percentile per call and the peak RSS of the
 // processes it waited for. bench/sandbox.sh runs it, interleaving modes.
 //
-// Usage: sandboxbench -mode bare|bwrap|bwrap-init|landlock -init CAPSULE -n N
+// Usage: sandboxbench -mode bare|bwrap-cli|bwrap|bwrap-init|landlock -init CAPSULE -n N
 package main
 
 import (
@@ -20,7 +20,7 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "bare", "bare, bwrap, bwrap-init (bwrap through the capsule init: an output limit) or landlock")
+	mode := flag.String("mode", "bare", "bare, bwrap-cli (bwrap alone), bwrap, bwrap-init (bwrap through the capsule init: an output limit) or landlock")
 	initBin := flag.String("init", "", "the capsule binary the sandbox re-executes")
 	n := flag.Int("n", 50, "calls")
 	flag.Parse()
@@ -67,6 +67,13 @@ func run(mode, initBin string, n int) error {
 func starter(mode, initBin, ws string) (func() (*exec.Cmd, error), func(*exec.Cmd), error) {
 	if mode == "bare" {
 		return func() (*exec.Cmd, error) { return exec.Command("true"), nil }, func(*exec.Cmd) {}, nil
+	}
+	if mode == "bwrap-cli" { // bwrap's own cost: the same namespaces and mounts, nothing of ours
+		args := []string{"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+			"--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc", "--symlink", "usr/bin", "/bin",
+			"--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--dev", "/dev", "--proc", "/proc",
+			"--tmpfs", "/tmp", "--bind", ws, ws, "--chdir", ws, "--", "true"}
+		return func() (*exec.Cmd, error) { return exec.Command("bwrap", args...), nil }, func(*exec.Cmd) {}, nil
 	}
 	kind := mode
 	p := sandbox.Policy{Workspace: ws, Limits: sandbox.Limits{Processes: 64, MemoryMB: 1024, DiskMB: 256, Wall: time.Minute}}
