@@ -6,7 +6,9 @@
 # Each round runs every mode once, in order (interleaved), as its own
 # process (bench/sandboxbench) making N calls; the script prints each run
 # and then, per mode, the median over the rounds of the per-run medians,
-# the ratio to bare, the overhead in ms, and the peak RSS of the processes
+# the ratio to bare, the overhead in ms, the CPU time per call (user+system
+# of this process and every process it waited for: it does not grow with
+# the machine's load, which the wall time does), and the peak RSS of the processes
 # a run waited for (getrusage RUSAGE_CHILDREN maxrss: the largest of bwrap,
 # the capsule init and `true`).
 #
@@ -41,10 +43,11 @@ done
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 bare="$(awk '$1=="bare" {print $3}' "$tmp/runs" | median)"
-printf '%-11s %10s %8s %12s %12s\n' mode median_ms ratio overhead_ms peak_rss_MiB
+printf '%-11s %10s %8s %12s %12s %12s\n' mode median_ms ratio overhead_ms cpu_ms/call peak_rss_MiB
 for m in $modes; do
   med="$(awk -v m="$m" '$1==m {print $3}' "$tmp/runs" | median)"
   rss="$(awk -v m="$m" '$1==m {print $7}' "$tmp/runs" | sort -n | tail -1)"
-  awk -v m="$m" -v med="$med" -v bare="$bare" -v rss="$rss" 'BEGIN {
-    printf "%-11s %10.2f %8.1f %12.2f %12.1f\n", m, med/1000, med/bare, (med-bare)/1000, rss/1024 }'
+  cpu="$(awk -v m="$m" '$1==m {print $9 + $11}' "$tmp/runs" | median)"
+  awk -v m="$m" -v med="$med" -v bare="$bare" -v rss="$rss" -v cpu="$cpu" 'BEGIN {
+    printf "%-11s %10.2f %8.1f %12.2f %12.2f %12.1f\n", m, med/1000, med/bare, (med-bare)/1000, cpu/1000, rss/1024 }'
 done

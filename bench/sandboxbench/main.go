@@ -55,10 +55,12 @@ func run(mode, initBin string, n int) error {
 		times = append(times, time.Since(t0))
 	}
 	slices.Sort(times)
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
-	fmt.Printf("%s median_us %d p90_us %d child_maxrss_kb %d\n", mode,
-		times[len(times)/2].Microseconds(), times[len(times)*9/10].Microseconds(), ru.Maxrss)
+	var ch, self syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ch)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	cpu := func(ru syscall.Rusage) int64 { return (ru.Utime.Nano() + ru.Stime.Nano()) / 1000 / int64(n) }
+	fmt.Printf("%s median_us %d p90_us %d child_maxrss_kb %d child_cpu_us %d self_cpu_us %d\n", mode,
+		times[len(times)/2].Microseconds(), times[len(times)*9/10].Microseconds(), ch.Maxrss, cpu(ch), cpu(self))
 	return nil
 }
 
