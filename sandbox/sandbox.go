@@ -180,6 +180,9 @@ func (s *Sandbox) command(ctx context.Context, kind string, p Policy, argv []str
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, fmt.Errorf("%w: empty command", ErrPolicy)
 	}
+	if err := s.enforceable(p.Limits); err != nil {
+		return nil, err
+	}
 	if s.direct(kind, p) {
 		return s.directCommand(ctx, p, argv)
 	}
@@ -296,4 +299,19 @@ func underSystemDir(path string) bool {
 		}
 	}
 	return false
+}
+
+// enforceable refuses a process limit this host cannot enforce: root
+// ignores RLIMIT_NPROC, so for root only a pids cgroup bounds processes.
+func (s *Sandbox) enforceable(l Limits) error {
+	if l.Processes == 0 || os.Geteuid() != 0 {
+		return nil
+	}
+	for _, d := range s.cgroups {
+		if strings.HasPrefix(d, "/sys/fs/cgroup/pids/") {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: cannot limit processes to %d: the node runs as root, which RLIMIT_NPROC does not bound, "+
+		"and no cgroup v1 pids controller is writable", ErrUnavailable, l.Processes)
 }

@@ -109,3 +109,20 @@ func TestDirectCgroupsReused(t *testing.T) {
 		t.Errorf("cgroups in %s: %v, want the one reused", s.cgroups[0], dirs)
 	}
 }
+
+// A process limit the host cannot enforce is refused, never ignored: root
+// is not bound by RLIMIT_NPROC, so without a pids cgroup there is none.
+func TestProcessLimitUnenforceable(t *testing.T) {
+	for kind, s := range sandboxes(t) {
+		saved := s.cgroups
+		s.cgroups = nil
+		_, err := s.Command(context.Background(), Policy{Workspace: t.TempDir(), Limits: Limits{Processes: 4}}, []string{"true"})
+		s.cgroups = saved
+		if os.Geteuid() == 0 && !errors.Is(err, ErrUnavailable) {
+			t.Errorf("%s as root without a pids cgroup: %v, want ErrUnavailable", kind, err)
+		}
+		if os.Geteuid() != 0 && err != nil {
+			t.Errorf("%s: %v (RLIMIT_NPROC bounds a user that is not root)", kind, err)
+		}
+	}
+}
