@@ -36,6 +36,7 @@ func cgroupParents() []string {
 		if len(parts) != 3 || (parts[1] != "pids" && parts[1] != "memory") {
 			continue
 		}
+		sweep(filepath.Join(cgroupRoot, parts[1], parts[2]))
 		dir := filepath.Join(cgroupRoot, parts[1], parts[2], name)
 		if err := os.Mkdir(dir, 0o700); err == nil {
 			out = append(out, dir)
@@ -185,4 +186,21 @@ func (cg *cgroups) finished() bool {
 		return err1 == nil && err2 == nil && strings.TrimSpace(string(peak)) != "0" && strings.TrimSpace(string(cur)) == "0"
 	}
 	return false
+}
+
+// sweep removes the empty cgroups that sandboxes of processes no longer
+// running left in parent (a node that was killed cannot clean up).
+func sweep(parent string) {
+	old, _ := filepath.Glob(filepath.Join(parent, "capsule-sandbox-*"))
+	for _, d := range old {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(d), "capsule-sandbox-"), "-")
+		if _, err := os.Stat("/proc/" + pid); err == nil || pid == "" {
+			continue // its process runs (or the name is not ours)
+		}
+		subs, _ := filepath.Glob(filepath.Join(d, "[0-9]*"))
+		for _, sub := range subs {
+			os.Remove(sub) // fails, and stays, while a process is in it
+		}
+		os.Remove(d)
+	}
 }

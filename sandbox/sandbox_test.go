@@ -126,3 +126,20 @@ func TestProcessLimitUnenforceable(t *testing.T) {
 		}
 	}
 }
+
+// A probe removes the empty cgroups a killed node's sandbox left behind.
+func TestSweepStaleCgroups(t *testing.T) {
+	s := sandboxes(t)[KindLandlock]
+	if s == nil || len(s.cgroups) == 0 {
+		t.Skip("no writable cgroups here")
+	}
+	stale := filepath.Join(filepath.Dir(s.cgroups[0]), "capsule-sandbox-999999999-1")
+	must(t, os.MkdirAll(filepath.Join(stale, "7"), 0o700))
+	t.Cleanup(func() { os.Remove(filepath.Join(stale, "7")); os.Remove(stale) })
+	s2, err := probe("", KindLandlock)
+	must(t, err)
+	s2.Close()
+	if _, err := os.Stat(stale); err == nil {
+		t.Errorf("%s is still there", stale)
+	}
+}

@@ -36,10 +36,11 @@ func run(mode, initBin string, n int) error {
 		return err
 	}
 	defer os.RemoveAll(ws)
-	start, release, err := starter(mode, initBin, ws)
+	start, release, done, err := starter(mode, initBin, ws)
 	if err != nil {
 		return err
 	}
+	defer done()
 	var times []time.Duration
 	for range n {
 		t0 := time.Now()
@@ -66,16 +67,16 @@ func run(mode, initBin string, n int) error {
 
 // starter returns what makes one command of mode, and what releases it
 // once waited for (as the run tool does).
-func starter(mode, initBin, ws string) (func() (*exec.Cmd, error), func(*exec.Cmd), error) {
+func starter(mode, initBin, ws string) (start func() (*exec.Cmd, error), release func(*exec.Cmd), done func(), err error) {
 	if mode == "bare" {
-		return func() (*exec.Cmd, error) { return exec.Command("true"), nil }, func(*exec.Cmd) {}, nil
+		return func() (*exec.Cmd, error) { return exec.Command("true"), nil }, func(*exec.Cmd) {}, func() {}, nil
 	}
 	if mode == "bwrap-cli" { // bwrap's own cost: the same namespaces and mounts, nothing of ours
 		args := []string{"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
 			"--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc", "--symlink", "usr/bin", "/bin",
 			"--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--dev", "/dev", "--proc", "/proc",
 			"--tmpfs", "/tmp", "--bind", ws, ws, "--chdir", ws, "--", "true"}
-		return func() (*exec.Cmd, error) { return exec.Command("bwrap", args...), nil }, func(*exec.Cmd) {}, nil
+		return func() (*exec.Cmd, error) { return exec.Command("bwrap", args...), nil }, func(*exec.Cmd) {}, func() {}, nil
 	}
 	kind := mode
 	p := sandbox.Policy{Workspace: ws, Limits: sandbox.Limits{Processes: 64, MemoryMB: 1024, DiskMB: 256, Wall: time.Minute}}
@@ -85,10 +86,12 @@ func starter(mode, initBin, ws string) (func() (*exec.Cmd, error), func(*exec.Cm
 	os.Setenv(sandbox.ForceEnv, kind)
 	sb, err := sandbox.Probe(initBin)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if sb.Kind() != kind {
-		return nil, nil, fmt.Errorf("no %s sandbox: %s", kind, sb.Reason())
+		sb.Close()
+		return nil, nil, nil, fmt.Errorf("no %s sandbox: %s", kind, sb.Reason())
 	}
-	return func() (*exec.Cmd, error) { return sb.Command(context.Background(), p, []string{"true"}) }, sb.Release, nil
+	start = func() (*exec.Cmd, error) { return sb.Command(context.Background(), p, []string{"true"}) }
+	return start, sb.Release, func() { sb.Close() }, nil
 }
