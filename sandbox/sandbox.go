@@ -92,7 +92,7 @@ func probe(self, force string) (*Sandbox, error) {
 	return s, nil
 }
 
-// try checks that kind k is available and runs "true" in it.
+// try checks that kind k is available and runs "true" in it by every path.
 func (s *Sandbox) try(k string) error {
 	switch k {
 	case KindBwrap:
@@ -116,12 +116,21 @@ func (s *Sandbox) try(k string) error {
 		return err
 	}
 	defer os.Remove(ws)
-	cmd, err := s.command(context.Background(), k, Policy{Workspace: ws}, []string{"true"})
-	if err != nil {
-		return err
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+	// Both paths: the direct one (bwrap alone) and through the capsule init
+	// (an output limit takes it), which needs this binary inside the sandbox.
+	for _, p := range []Policy{{Workspace: ws}, {Workspace: ws, Limits: Limits{OutputBytes: 1 << 10}}} {
+		if k != KindBwrap && p.Limits.OutputBytes > 0 {
+			break // the first run took the init path already
+		}
+		cmd, err := s.command(context.Background(), k, p, []string{"true"})
+		if err != nil {
+			return err
+		}
+		out, err := cmd.CombinedOutput()
+		s.Release(cmd)
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+		}
 	}
 	return nil
 }
