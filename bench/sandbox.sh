@@ -8,9 +8,9 @@
 # and then, per mode, the median over the rounds of the per-run medians,
 # the ratio to bare, the overhead in ms, the CPU time per call (user+system
 # of this process and every process it waited for: it does not grow with
-# the machine's load, which the wall time does), and the peak RSS of the processes
-# a run waited for (getrusage RUSAGE_CHILDREN maxrss: the largest of bwrap,
-# the capsule init and `true`).
+# the machine's load, which the wall time does), and the peak RSS of one
+# call's processes (wait4's rusage maxrss: the largest of bwrap, the
+# capsule init and `true`; for bare, Go's vfork child before exec counts).
 #
 # Modes: bare; bwrap-cli (bwrap alone with the same namespaces and mounts:
 # bwrap's own share); bwrap (the direct path a run call takes: bwrap, a shell
