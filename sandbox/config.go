@@ -71,6 +71,11 @@ type config struct {
 	// their cgroup.procs files, which the exec stage joins.
 	Cgroups   []string `json:"cgroups,omitempty"`
 	CgroupFDs []int    `json:"cgroup_fds,omitempty"`
+	// Prlimit is util-linux prlimit, which the exec stage runs to set the
+	// rlimits (a Go process cannot lower RLIMIT_AS below its own address
+	// space safely: its runtime may map memory at any time); "" when the
+	// host has none, and the exec stage sets them itself.
+	Prlimit string `json:"prlimit,omitempty"`
 	// LandlockABI is the kernel's Landlock ABI found by the probe.
 	LandlockABI int `json:"landlock_abi,omitempty"`
 }

@@ -96,6 +96,10 @@ func execStage(c config) int {
 		fmt.Fprintf(os.Stderr, "%s%v\n", MarkerPrefix, err)
 		return 127
 	}
+	if c.Prlimit != "" { // prlimit sets the limits and executes argv
+		c.Argv = append(append(append([]string{c.Prlimit}, prlimitFlags(c.Limits)...), "--", path), c.Argv[1:]...)
+		path, c.Limits = c.Prlimit, Limits{}
+	}
 	argv, err := syscall.SlicePtrFromStrings(c.Argv)
 	if err != nil {
 		return setupFailed(err)
@@ -108,8 +112,8 @@ func execStage(c config) int {
 	if err != nil {
 		return setupFailed(err)
 	}
-	// The limits come last: RLIMIT_AS may be below this Go process's own
-	// address space, so nothing may allocate after it but execve itself.
+	// Without prlimit the limits come last: RLIMIT_AS may be below this Go
+	// process's own address space, so nothing should allocate after it.
 	if err := setRlimits(c.Limits); err != nil {
 		return setupFailed(err)
 	}

@@ -38,7 +38,7 @@ type Sandbox struct {
 	kind        string
 	reason      string
 	bwrap       string
-	prlimit     string // util-linux prlimit, for the direct path
+	prlimit     string // util-linux prlimit: sets the rlimits just before argv
 	landlockABI int
 	state       string   // private directory: proxy sockets, landlock tmp dirs
 	cgroups     []string // parent cgroup directories, one per controller
@@ -73,6 +73,9 @@ func probe(self, force string) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: probe: %w", err)
 	}
 	s := &Sandbox{self: self, state: state, kind: KindNone, cgroups: cgroupParents(), proxies: map[string]*Proxy{}}
+	if p, err := exec.LookPath("prlimit"); err == nil && underSystemDir(p) {
+		s.prlimit = p
+	}
 	var reasons []string
 	for _, k := range []string{KindBwrap, KindLandlock} {
 		if force != "" && force != k {
@@ -101,9 +104,6 @@ func (s *Sandbox) try(k string) error {
 			return err
 		}
 		s.bwrap = p
-		if p, err := exec.LookPath("prlimit"); err == nil && underSystemDir(p) {
-			s.prlimit = p
-		}
 	case KindLandlock:
 		abi, err := landlockABI()
 		if err != nil {
@@ -216,7 +216,7 @@ func (s *Sandbox) command(ctx context.Context, kind string, p Policy, argv []str
 func (s *Sandbox) config(kind string, p Policy, argv []string) (config, error) {
 	n := s.seq.Add(1)
 	c := config{Kind: kind, Argv: argv, Workspace: p.Workspace, Limits: p.Limits, Network: p.network(),
-		Self: s.self, LandlockABI: s.landlockABI}
+		Self: s.self, LandlockABI: s.landlockABI, Prlimit: s.prlimit}
 	for _, d := range s.cgroups {
 		c.Cgroups = append(c.Cgroups, filepath.Join(d, strconv.FormatUint(n, 10)))
 	}

@@ -233,6 +233,9 @@ func limitWalls() []wall {
 				return "i=0; while [ $i -lt 64 ]; do sleep 2 & i=$((i+1)); done; echo all-forked"
 			},
 			func(w *world, o outcome) bool { return strings.Contains(o.stdout, "all-forked") }},
+		{"allocate beyond the memory limit", with(Limits{MemoryMB: 64}), unlimited,
+			func(*world) string { return "v=$(head -c 100000000 /dev/zero | tr '\\0' a); echo ${#v}" },
+			func(w *world, o outcome) bool { return strings.Contains(o.stdout, "100000000") }},
 		{"fill the workspace beyond the disk limit", with(Limits{DiskMB: 1}), unlimited,
 			func(*world) string { return "head -c 3000000 /dev/zero > big; wc -c < big" },
 			func(w *world, o outcome) bool { return fileSize(filepath.Join(w.ws, "big")) > 1<<20 }},

@@ -32,18 +32,23 @@ func TestSandboxInit(t *testing.T) {
 				t.Fatalf("no %s sandbox with the capsule binary as init: %s", kind, sb.Reason())
 			}
 			ws := t.TempDir()
-			p := sandbox.Policy{Workspace: ws, Limits: sandbox.Limits{OutputBytes: 1 << 20}}
-			cmd, err := sb.Command(context.Background(), p, []string{"/bin/sh", "-c", "pwd; cat /etc/hostname >/dev/null; echo done"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			if err := cmd.Run(); err != nil || out.String() != ws+"\ndone\n" {
-				t.Errorf("run: %v, stdout %q, stderr %q", err, out.String(), errb.String())
-			}
-			if strings.Contains(errb.String(), "Usage") {
-				t.Errorf("cobra saw the hidden verb: %s", errb.String())
+			// A memory limit too: the capsule binary's own goroutines may
+			// map memory at any time, so the init must not lower RLIMIT_AS
+			// under itself (it did, and crashed now and then).
+			p := sandbox.Policy{Workspace: ws, Limits: sandbox.Limits{OutputBytes: 1 << 20, MemoryMB: 256, Processes: 32}}
+			for i := range 10 {
+				cmd, err := sb.Command(context.Background(), p, []string{"/bin/sh", "-c", "pwd; cat /etc/hostname >/dev/null; echo done"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				if err := cmd.Run(); err != nil || out.String() != ws+"\ndone\n" {
+					t.Fatalf("run %d: %v, stdout %q, stderr %.300q", i, err, out.String(), errb.String())
+				}
+				if strings.Contains(errb.String(), "Usage") {
+					t.Fatalf("cobra saw the hidden verb: %s", errb.String())
+				}
 			}
 		})
 	}
