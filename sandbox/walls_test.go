@@ -271,6 +271,7 @@ func TestWalls(t *testing.T) {
 				w := newWorld(t)
 				p := wl.policy(w)
 				o, err := trySh(t, s, p, wl.script(w))
+				t.Logf("walled: exit %d, stderr %.200q", o.exit, o.stderr)
 				switch {
 				case errors.Is(err, ErrUnavailable): // fail closed: this host cannot enforce the wall
 					t.Logf("refused: %v", err)
