@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentcapsule/capsule/render"
+	"github.com/agentcapsule/capsule/sandbox"
 )
 
 // Defaults of Options.
@@ -34,12 +35,19 @@ type Options struct {
 	// write_file writes; search skips bigger files (DefaultMaxFileBytes
 	// when zero).
 	MaxFileBytes int64
+	// Sandbox runs the run tool's commands (run.go). Nil: the run tool is
+	// not offered, and a call is refused with the reason.
+	Sandbox *sandbox.Sandbox
+	// Policy is the sandbox policy of the run tool; its Workspace is this
+	// workspace's directory whatever it says.
+	Policy sandbox.Policy
 }
 
 // Workspace runs the built-in tools on one directory, the agent's
 // workspace; no tool reaches a file outside it.
 type Workspace struct {
 	root    *os.Root
+	dir     string   // the absolute path of the workspace, for the sandbox
 	memRoot *os.Root // the memory file's directory, nil without a memory tool
 	memName string
 	opts    Options
@@ -60,7 +68,12 @@ func OpenWorkspace(dir string, o Options) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool: open workspace: %w", err)
 	}
-	w := &Workspace{root: root, opts: o}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("tool: open workspace: %w", err)
+	}
+	w := &Workspace{root: root, dir: abs, opts: o}
 	if o.MemoryFile != "" {
 		if !filepath.IsAbs(o.MemoryFile) {
 			root.Close()
@@ -87,8 +100,8 @@ func (w *Workspace) Close() error {
 }
 
 // Tools returns the tools to offer the model, in a fixed order: read_file,
-// list_files, search, write_file, edit_file, and memory when the workspace
-// has a memory file.
+// list_files, search, write_file, edit_file, memory when the workspace
+// has a memory file, and run when it has a sandbox.
 func (w *Workspace) Tools() []render.Tool {
 	var out []render.Tool
 	for _, s := range specs {
@@ -96,7 +109,7 @@ func (w *Workspace) Tools() []render.Tool {
 			out = append(out, s.declaration())
 		}
 	}
-	return out
+	return append(out, w.runDeclaration()...)
 }
 
 func (w *Workspace) offers(name string) bool {
@@ -121,6 +134,9 @@ func (w *Workspace) Run(ctx context.Context, name string, args json.RawMessage) 
 			r = failf("%s: internal error: %v", name, p)
 		}
 	}()
+	if name == RunCommand {
+		return w.run(ctx, args)
+	}
 	if !w.offers(name) {
 		return failf("unknown tool %q; the tools are: %s", short(name, 100), strings.Join(w.names(), ", "))
 	}
@@ -159,6 +175,9 @@ func (w *Workspace) names() []string {
 		if w.offers(s.name) {
 			out = append(out, s.name)
 		}
+	}
+	if ok, _ := w.runOffered(); ok {
+		out = append(out, RunCommand)
 	}
 	return out
 }

@@ -66,6 +66,7 @@ Exit codes (each verb's --help says what 1 and 3 mean for it):
 }
 
 func main() {
+	sandboxInit()
 	if err := checkSchemas(); err != nil {
 		fmt.Fprintln(os.Stderr, "capsule:", err)
 		os.Exit(exitInternal)
