@@ -122,6 +122,11 @@ type AgentStatus struct {
 	// Unresolved lists external calls whose outcome is unknown until an
 	// operator records it (capsule agent effect).
 	Unresolved []UnresolvedEffect `json:"unresolved,omitempty"`
+	// Sandbox is where the running agent's tool processes run: "bwrap",
+	// "landlock", or "none: " and why (then run is not offered and stdio
+	// MCP servers do not start), or "none (unsandboxed: ...)" when the
+	// spec says sandbox none and the node allows it.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // MoveRequest asks the node to move an agent it holds to another node.

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/agentcapsule/capsule/sandbox"
 	"io"
 	"log/slog"
 	"net/http"
@@ -68,6 +69,12 @@ type Config struct {
 	// ModelTimeout bounds one model call of an agent, its retries
 	// included (default 10m); a call that runs out is tried again later.
 	ModelTimeout time.Duration
+	// Sandbox runs the processes tools start; nil: the sandbox this
+	// process probes on first use (package sandbox).
+	Sandbox *sandbox.Sandbox
+	// AllowUnsandboxed lets an agent whose spec says sandbox: none run its
+	// tools' processes without a sandbox (--allow-unsandboxed).
+	AllowUnsandboxed bool
 	// ToolWait bounds how long a freeze or a stop waits for a running tool
 	// before it is refused (default 30s): a tool is never cut.
 	ToolWait time.Duration

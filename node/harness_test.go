@@ -52,6 +52,8 @@ type nodeOpts struct {
 	logger *slog.Logger
 	// journalUpTo is Config.ReadJournalUpTo (0: this release's).
 	journalUpTo int
+	// allowUnsandboxed is Config.AllowUnsandboxed.
+	allowUnsandboxed bool
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -85,7 +87,8 @@ func newNodeAt(t testing.TB, dir, addr string, o nodeOpts) *Node {
 	n, err := New(Config{Dir: dir, FS: o.fsys, Listen: addr, Socket: "-", Logger: logger,
 		StepInterval: step, RetryInterval: 20 * time.Millisecond, RequestTimeout: 5 * time.Second,
 		WrapTransport: o.wrap, Getenv: func(k string) string { return env[k] }, Runner: runner, Policy: o.policy, AbortRetries: o.abortRetries,
-		Providers: o.providers, ModelEndpoint: o.endpoint, Tools: o.tools, ToolWait: o.toolWait, ReadJournalUpTo: o.journalUpTo})
+		Providers: o.providers, ModelEndpoint: o.endpoint, Tools: o.tools, ToolWait: o.toolWait, ReadJournalUpTo: o.journalUpTo,
+		AllowUnsandboxed: o.allowUnsandboxed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"path/filepath"
 
 	"github.com/agentcapsule/capsule/agent"
-	"github.com/agentcapsule/capsule/envspec"
-	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/mcp"
 	"github.com/agentcapsule/capsule/render"
-	"github.com/agentcapsule/capsule/vfs"
 )
 
 // The MCP servers of an agent's environment spec (docs/FORMAT.md §11.7.1)
@@ -24,11 +20,6 @@ import (
 // them again: a server that cannot start there refuses the prepare, so
 // the move rolls back before the point of no return with the reason.
 
-// mcpLaunch makes the command of a stdio MCP server. The sandbox's Command
-// goes here (issue 14 requirement 1); until then servers run as plain
-// processes in their own process group.
-func (n *Node) mcpLaunch() mcp.Launcher { return mcp.Exec }
-
 // mcpPath is the PATH a stdio server gets unless the spec sets one: the
 // system's directories only (the node's own PATH may name the operator's).
 const mcpPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -36,13 +27,9 @@ const mcpPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 // startMCP starts the MCP servers the spec of the capsule at dir declares,
 // working in the workspace ws; it returns nil when there are none.
 func (a *tenant) startMCP(ctx context.Context, dir, ws string) (*mcp.Set, error) {
-	b, err := vfs.ReadFile(a.n.fsys, filepath.Join(dir, filepath.FromSlash(manifest.EnvironmentPath)))
+	spec, err := a.spec(dir)
 	if err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
-	}
-	spec, err := envspec.Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
+		return nil, err
 	}
 	if len(spec.Tools) == 0 {
 		return nil, nil
@@ -55,7 +42,7 @@ func (a *tenant) startMCP(ctx context.Context, dir, ws string) (*mcp.Set, error)
 		Servers: spec.Tools,
 		Env:     env,
 		Dir:     filepath.Join(ws, filepath.FromSlash(spec.Workdir)),
-		Launch:  a.n.mcpLaunch(),
+		Launch:  a.n.mcpLauncher(spec, ws),
 		Secret:  a.n.secrets.Lookup,
 	})
 }

@@ -28,7 +28,11 @@ func buildCounter(t *testing.T) string {
 	return bin
 }
 
-// setServers replaces the MCP servers of the stopped agent's spec.
+// setServers replaces the MCP servers of the stopped agent's spec and
+// asks for no sandbox: the test servers are binaries in a temporary folder
+// that write a counter outside the workspace, which a sandbox forbids
+// (TestMCPServerRunsInTheSandbox runs one inside). The nodes must allow it
+// (nodeOpts.allowUnsandboxed).
 func setServers(t *testing.T, n *Node, id string, servers ...envspec.Tool) {
 	t.Helper()
 	a, err := n.getTenant(id)
@@ -46,6 +50,7 @@ func setServers(t *testing.T, n *Node, id string, servers ...envspec.Tool) {
 		t.Fatal(err)
 	}
 	spec.Tools = servers
+	spec.Sandbox.Mode = sandboxModeNone
 	if err := c.Commit(func(tx *capsule.Tx) error { return tx.SetEnvironment(spec) }); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +109,7 @@ func waitServers(t *testing.T, bin, ws string, want int) {
 // A server the target cannot start refuses the prepare: the move rolls
 // back with the reason and the agent runs on the source again.
 func TestPrepareRefusesAnMCPServerThatDoesNotStart(t *testing.T) {
-	cl := newCluster(t, nodeOpts{}, nodeOpts{})
+	cl := newCluster(t, nodeOpts{allowUnsandboxed: true}, nodeOpts{allowUnsandboxed: true})
 	a, b := cl.nodes[0], cl.nodes[1]
 	id := createAgent(t, a, "")
 	if _, err := a.StopAgent(t.Context(), id); err != nil {
@@ -139,7 +144,7 @@ func TestMCPServersRunWithTheAgentLoop(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	counter := filepath.Join(dir, "count")
 	g := newGate()
-	opts := nodeOpts{agentLoop: true, providers: g.client, endpoint: "http://127.0.0.1:9"}
+	opts := nodeOpts{agentLoop: true, providers: g.client, endpoint: "http://127.0.0.1:9", allowUnsandboxed: true}
 	cl := newCluster(t, opts, opts)
 	a, b := cl.nodes[0], cl.nodes[1]
 	st, err := a.CreateAgent(t.Context(), api.CreateAgentRequest{Name: "m", Model: planner, Task: "bump", Stopped: true})

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentcapsule/capsule/envspec"
+	"github.com/agentcapsule/capsule/sandbox"
 	"io"
 	"io/fs"
 	"net/http"
@@ -69,11 +71,20 @@ func (a *tenant) openWorkspaceTools(workdir string) (agent.Toolbox, io.Closer, e
 	if err = vfs.WriteFile(a.n.fsys, scratch, mem, 0o600); err != nil {
 		return nil, nil, err
 	}
-	ws, err := tool.OpenWorkspace(workdir, tool.Options{MemoryFile: scratch})
+	spec, err := a.spec(a.capsule())
 	if err != nil {
 		return nil, nil, err
 	}
-	return a.withMCP(&workspaceTools{ws: ws, a: a, scratch: scratch}, ws, workdir)
+	opts := tool.Options{MemoryFile: scratch}
+
+	if sb, err := a.n.sandbox(); err == nil { // without one, run is not offered and says why
+		opts.Sandbox, opts.Policy = sb, a.n.toolPolicy(spec, workdir)
+	}
+	ws, err := tool.OpenWorkspace(workdir, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.withMCP(&workspaceTools{ws: ws, a: a, scratch: scratch, policy: opts.Policy, rules: spec.Builtins}, ws, workdir)
 }
 
 // workspaceTools adapts tool.Workspace to agent.Toolbox and commits the
@@ -82,6 +93,27 @@ type workspaceTools struct {
 	ws      *tool.Workspace
 	a       *tenant
 	scratch string
+	policy  sandbox.Policy          // the run tool's
+	rules   map[string]envspec.Rule // the spec's rules of built-in tools
+}
+
+// Info describes the run tool, whose effect class depends on its sandbox
+// policy (workspace without network, external with hosts); the node
+// describes the other built-in tools (describedTools).
+func (w *workspaceTools) Info(name string) (agent.ToolInfo, bool) {
+	if name != tool.RunCommand {
+		return agent.ToolInfo{}, false
+	}
+	for _, t := range w.ws.Tools() {
+		if t.Name == name {
+			approval := agent.ApprovalNever
+			if r, ok := w.rules[name]; ok && r.Approval != "" {
+				approval = r.Approval
+			}
+			return agent.ToolInfo{Name: name, Effect: tool.RunEffect(w.policy), Approval: approval, Digest: agent.ToolDigest(t)}, true
+		}
+	}
+	return agent.ToolInfo{}, false
 }
 
 func (w *workspaceTools) Tools() []render.Tool { return w.ws.Tools() }

@@ -36,6 +36,7 @@ type runLoop struct {
 
 	cancelled atomic.Int64 // model calls a halt cancelled
 	model     atomic.Pointer[api.ModelRef]
+	sandbox   atomic.Pointer[string] // where its tools' processes run, once they are open
 
 	// Owned by the loop goroutine (and stopRunnerLocked once it returned).
 	view        journalView

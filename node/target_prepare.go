@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/node/record"
 	"github.com/agentcapsule/capsule/node/store"
 	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/transfer"
-	"github.com/agentcapsule/capsule/vfs"
 )
 
 // prepare is ActPrepare: it checks this node can run the staged agent
@@ -34,6 +32,11 @@ func (a *tenant) prepare(act transfer.Action) []string {
 		}
 	}
 	probs = append(probs, a.secretProblems(in.capsule())...)
+	if spec, err := a.spec(in.capsule()); err == nil { // an unreadable spec is named by secretProblems
+		if p := a.n.sandboxProblem(spec); p != "" {
+			probs = append(probs, p)
+		}
+	}
 	if len(probs) == 0 {
 		probs = a.prepareCompat(in.capsule(), in.m)
 	}
@@ -107,13 +110,9 @@ func (a *tenant) secretProblems(dir string) []string {
 // specSecrets returns the secret names the environment spec of the
 // capsule at dir declares (for the agent and for its tools).
 func (a *tenant) specSecrets(dir string) ([]string, error) {
-	b, err := vfs.ReadFile(a.n.fsys, filepath.Join(dir, filepath.FromSlash(manifest.EnvironmentPath)))
+	spec, err := a.spec(dir)
 	if err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
-	}
-	spec, err := envspec.Parse(b)
-	if err != nil {
-		return nil, fmt.Errorf("environment: %w", err)
+		return nil, err
 	}
 	names := append([]string(nil), spec.Secrets...)
 	for _, t := range spec.Tools {

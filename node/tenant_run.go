@@ -358,6 +358,13 @@ func (a *tenant) openTools(rl *runLoop) error {
 		return err
 	}
 	rl.tools, rl.toolsCloser = tb, c
+	var where string
+	if spec, err := a.spec(a.capsule()); err == nil {
+		where = a.n.sandboxStatus(spec)
+	} else {
+		where = a.n.sandboxStatus(nil)
+	}
+	rl.sandbox.Store(&where)
 	return nil
 }
 

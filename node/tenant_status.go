@@ -42,6 +42,9 @@ func (a *tenant) status() api.AgentStatus {
 		if m := a.run.model.Load(); m != nil {
 			st.Model = m
 		}
+		if sb := a.run.sandbox.Load(); sb != nil {
+			st.Sandbox = *sb
+		}
 	}
 	if a.hosted() {
 		st.Waiting, st.Unresolved = a.effects()

@@ -11,6 +11,7 @@ import (
 const runAsCLI = "CAPSULE_TEST_AS_CLI"
 
 func TestMain(m *testing.M) {
+	sandboxInit() // the sandbox re-executes this binary for tools' commands
 	if os.Getenv(runAsCLI) == "1" {
 		os.Exit(run(os.Args[1:]))
 	}
