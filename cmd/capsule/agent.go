@@ -264,6 +264,9 @@ func printStatus(w io.Writer, st api.AgentStatus) {
 	if st.Move != nil {
 		fmt.Fprintf(w, "move:    %s to %s at epoch %d: %s %s\n", st.Move.MoveID, st.Move.To, st.Move.Epoch, st.Move.Phase, st.Move.Outcome)
 	}
+	if st.Sandbox != "" {
+		fmt.Fprintf(w, "sandbox: %s\n", st.Sandbox)
+	}
 	printEffects(w, st)
 	switch {
 	case st.Blocked != "":
