@@ -367,6 +367,7 @@ func (n *Node) Close(ctx context.Context) error {
 	}
 	n.cancel()
 	n.wg.Wait()
+	n.closing.Wait() // no tool process outlives the node
 	n.removeSocket()
 	if err := n.host.Release(); err != nil {
 		errs = append(errs, fmt.Errorf("node: release the data folder: %w", err))

@@ -54,6 +54,9 @@ type Node struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// closing counts agents' tools closing in the background
+	// (stopRunnerLocked); Close waits for it after wg.
+	closing sync.WaitGroup
 
 	hooks        nodeHooks
 	shadowsTaken atomic.Int64 // incoming moves staged from a shadow (tests read it)

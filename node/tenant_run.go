@@ -184,7 +184,18 @@ func (a *tenant) stopRunnerLocked() error {
 		a.n.log.Info("model call cancelled by a stop; it is made again when the agent runs", "agent", a.id, "calls", n)
 	}
 	if rl.tools != nil {
-		_ = rl.toolsCloser.Close()
+		// The tools close in the background: an MCP server may take up to
+		// twice its stop bound to go, and a freeze must not wait for it
+		// (the runner has stopped, nothing calls it any more). The node's
+		// Close waits for it, so no process outlives the node.
+		c := rl.toolsCloser
+		a.n.closing.Add(1)
+		go func() {
+			defer a.n.closing.Done()
+			if err := c.Close(); err != nil {
+				a.n.log.Warn("closing the agent's tools", "agent", a.id, "err", err)
+			}
+		}()
 	}
 	return nil
 }
