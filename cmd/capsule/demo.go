@@ -43,7 +43,10 @@ type demoResult struct {
 	Answer         string           `json:"answer"`
 	AnsweredOn     string           `json:"answered_on"`
 	Report         node.AgentReport `json:"report"`
-	DataDir        string           `json:"data_dir,omitempty"`
+	// Team is what the approved external call did and what the journal
+	// holds of it.
+	Team    demoTeamResult `json:"team"`
+	DataDir string         `json:"data_dir,omitempty"`
 }
 
 // check says what of the demo's claims the run did not bear out: every
@@ -54,6 +57,11 @@ func (r demoResult) check() error {
 		return fmt.Errorf("demo: the simulator refused %d requests", r.Refused)
 	case !r.BugFixed:
 		return errors.New("demo: calc.go is not fixed in the new holder's work folder")
+	case r.Team.Posts != 1 || r.Team.FilePosts != 1:
+		return fmt.Errorf("demo: the team channel got %d posts (%d in its file), want 1", r.Team.Posts, r.Team.FilePosts)
+	case r.Team.Requests != 1 || r.Team.Approvals != 1 || r.Team.Dispatches != 1:
+		return fmt.Errorf("demo: the journal holds %d approval requests, %d approvals and %d dispatches of call %s, want 1 each",
+			r.Team.Requests, r.Team.Approvals, r.Team.Dispatches, r.Team.Call)
 	}
 	return nil
 }
@@ -68,10 +76,16 @@ random ports) in temporary folders. Create an agent on the first node with a
 small Go project whose test fails and the task of finding and fixing the bug
 with the workspace tools; show its transcript live; switch its model from
 OpenAI Chat Completions to Anthropic Messages in the middle of the task; move
-it to the second node in the middle of its tool loop, where it finishes.
-Then print the frozen window, the steps each node took, the requests per API
-and model, whether calc.go is fixed, and the verification of the capsule and
-journal on the new holder. It needs no account and no network beyond loopback.
+it to the second node in the middle of its tool loop, where it finishes; on the
+second node, ask it to check the fix, then to post to a team channel with
+team.post, the tool of an MCP server (in this process, streamable HTTP) that
+the agent's spec declares external with approval required: the agent waits,
+the demo approves the call as an operator would (capsule agent approve), and
+the agent dispatches it once. Then print the frozen window, the steps each node
+took, the requests per API and model, whether calc.go is fixed, the team
+channel's posts (exactly one), the journal's approval_request, approval and
+tool_dispatch of the call, and the verification of the capsule and journal on
+the new holder. It needs no account and no network beyond loopback.
 
 What is simulated: the model. The endpoint is the simulator of provider/sim
 (docs/SIMULATOR.md): capsule-sim/planner is a deterministic program, not a
@@ -83,8 +97,9 @@ reaches the simulator so that a person can follow and the switch lands while
 a step is in flight, and holds the request in flight while the move runs, so
 that the freeze always cancels a model call (a real model would still be
 generating). Everything else is real: the agent loop, the
-provider clients, the tools on the workspace, two nodes with mutual TLS, the
-two-phase move. The demo does not run go test (it needs no Go toolchain): it
+provider clients, the tools on the workspace, the MCP client and server, the
+approval and the dispatch journaled before the call, two nodes with mutual
+TLS, the two-phase move. The demo does not run go test (it needs no Go toolchain): it
 reads calc.go on the new holder.`,
 		Example: `  capsule demo
   capsule demo --json
@@ -144,6 +159,7 @@ const demoRewatch = 100 * time.Millisecond
 type demoRun struct {
 	out   *console
 	ep    *demoEndpoint
+	team  *demoTeam
 	nodes []*node.Node
 	names map[string]string // machine ID -> A or B
 	tr    *transcript
@@ -159,6 +175,10 @@ func runDemo(ctx context.Context, dir string, w io.Writer) (demoResult, error) {
 	}
 	defer ep.Close()
 	d.ep = ep
+	if d.team, err = startDemoTeam(filepath.Join(dir, "team-channel.txt")); err != nil {
+		return d.res, err
+	}
+	defer d.team.Close()
 	if d.nodes, err = startDemoNodes(dir, ep.url); err != nil {
 		return d.res, err
 	}
@@ -199,6 +219,9 @@ func (d *demoRun) run(ctx context.Context, ws string) error {
 	}
 	stopB := d.tr.follow(ctx, b, "B", d.id, demoRewatch)
 	err = d.finishOnB(ctx)
+	if err == nil {
+		err = d.teamTurn(ctx)
+	}
 	stopB()
 	if err != nil {
 		return err
@@ -228,13 +251,20 @@ func (d *demoRun) create(ctx context.Context, ws string) error {
 		return err
 	}
 	d.res.Task = demoTask
-	st, err := d.nodes[0].CreateAgent(ctx, api.CreateAgentRequest{Name: "demo", From: ws, Model: &demoStart, Task: demoTask})
+	spec, err := d.team.spec()
+	if err != nil {
+		return err
+	}
+	st, err := d.nodes[0].CreateAgent(ctx, api.CreateAgentRequest{Name: "demo", From: ws, Model: &demoStart, Task: demoTask, Spec: spec})
 	if err != nil {
 		return err
 	}
 	d.id, d.res.Agent = st.ID, st.ID
 	d.out.say("Created agent %s on A from a Go project (calc.go, calc_test.go: TestAdd fails because Add subtracts), model %s/%s %s.",
 		st.ID, demoStart.Provider, demoStart.API, demoStart.Model)
+	d.out.say("Its spec names one MCP server, %q at %s (in this process, streamable HTTP): its tool %s.%s posts to a team channel kept outside every workspace;",
+		demoTeamName, d.team.url, demoTeamName, demoTeamTool)
+	d.out.say("  the spec declares it external with approval required, so each call waits for a person's approval and is dispatched at most once.")
 	d.out.say("Transcript (live, from the nodes' watch streams):")
 	return nil
 }

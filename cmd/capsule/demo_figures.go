@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -144,4 +146,57 @@ func lastAnswer(events []journal.Event) (text, machine string) {
 		}
 	}
 	return "", ""
+}
+
+// demoTeamResult is what the team turn's call did: the posts the team
+// channel received (in memory and in its file) and the journal's events
+// of the call, which must be one of each.
+type demoTeamResult struct {
+	Call       string   `json:"call"`
+	Channel    []string `json:"channel"`
+	Posts      int      `json:"posts"`
+	FilePosts  int      `json:"file_posts"`
+	Requests   int      `json:"approval_requests"`
+	Approvals  int      `json:"approvals"`
+	Dispatches int      `json:"tool_dispatches"`
+	Results    int      `json:"tool_results"`
+}
+
+// countCall counts the journal's approval requests, approvals,
+// dispatches and results of call id into r.
+func countCall(events []journal.Event, id string, r *demoTeamResult) {
+	for _, e := range events {
+		var b struct {
+			CallID string `json:"call_id"`
+		}
+		switch e.Kind {
+		case journal.KindApprovalRequest, journal.KindApproval, journal.KindToolDispatch, journal.KindToolResult:
+			decodeJSON(e.Body, &b)
+		}
+		if b.CallID != id || id == "" {
+			continue
+		}
+		switch e.Kind {
+		case journal.KindApprovalRequest:
+			r.Requests++
+		case journal.KindApproval:
+			r.Approvals++
+		case journal.KindToolDispatch:
+			r.Dispatches++
+		case journal.KindToolResult:
+			r.Results++
+		}
+	}
+}
+
+// fileLines counts the lines of the file at path; a missing file has none.
+func fileLines(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("demo: team channel: %w", err)
+	}
+	return strings.Count(string(b), "\n"), nil
 }

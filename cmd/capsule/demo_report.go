@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/node"
 )
 
@@ -40,6 +41,9 @@ func (d *demoRun) conclude(ctx context.Context) error {
 	if d.res.BugFixed, err = bugFixed(filepath.Join(filepath.Dir(rep.Capsule), "work")); err != nil {
 		return err
 	}
+	if err := d.teamFigures(events); err != nil {
+		return err
+	}
 	d.print()
 	return nil
 }
@@ -69,6 +73,7 @@ func (d *demoRun) print() {
 		fixed = "fixed"
 	}
 	say("The bug on B: calc.go in B's work folder is %s (%q in Add). The demo does not run go test: it needs no Go toolchain.", fixed, demoFix)
+	printTeam(say, r.Team)
 	say("The task's tool loop ended with an answer journaled on %s; the last answer, journaled on %s: %s", r.TaskFinishedOn, r.AnsweredOn, clipLine(r.Answer))
 	printReport(say, r.Report, d.label)
 }
@@ -105,4 +110,25 @@ func printReport(say func(string, ...any), r node.AgentReport, label func(string
 	for _, p := range r.Problems {
 		say("  problem: %s", p)
 	}
+}
+
+// teamFigures fills in what the team call did, from the channel and the
+// journal.
+func (d *demoRun) teamFigures(events []journal.Event) error {
+	t := &d.res.Team
+	t.Channel = d.team.channel()
+	t.Posts = len(t.Channel)
+	var err error
+	if t.FilePosts, err = fileLines(d.team.file); err != nil {
+		return err
+	}
+	countCall(events, t.Call, t)
+	return nil
+}
+
+func printTeam(say func(string, ...any), t demoTeamResult) {
+	say("The external tool: the team channel got %d post(s) (%d line(s) in its file, outside every workspace): %s",
+		t.Posts, t.FilePosts, clipLine(strings.Join(t.Channel, " | ")))
+	say("  The journal holds, for call %s: %d approval_request, %d approval, %d tool_dispatch, %d tool_result.",
+		t.Call, t.Requests, t.Approvals, t.Dispatches, t.Results)
 }

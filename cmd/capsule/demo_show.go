@@ -192,6 +192,8 @@ func (tr *transcript) event(p string, e *journal.Event) {
 	case journal.KindEpoch:
 		ep := decodeAs[journal.EpochStart](e.Body)
 		tr.out.say("%sepoch %d begins, held by %s", p, ep.Epoch, tr.label(ep.Holder))
+	case journal.KindApprovalRequest, journal.KindApproval, journal.KindToolDispatch:
+		tr.out.say("%s%s", p, tr.effectLine(e))
 	case journal.KindUsage:
 	default:
 		tr.out.say("%s%s: %s", p, e.Kind, summarize(e))
@@ -222,3 +224,34 @@ func producerName(p journal.Producer) string { return p.Provider + "/" + p.API }
 // decodeJSON is json.Unmarshal for the demo's figures; a body that does
 // not decode counts as empty.
 func decodeJSON(b []byte, v any) { _ = json.Unmarshal(b, v) }
+
+// effectLine is one line for an approval request, an approval or a
+// dispatch.
+func (tr *transcript) effectLine(e *journal.Event) string {
+	switch e.Kind {
+	case journal.KindApprovalRequest:
+		r := decodeAs[journal.ApprovalRequest](e.Body)
+		return fmt.Sprintf("approval_request: call %s (%s) waits for a person's approval (arguments %s)", r.CallID, r.Name, r.ArgumentsDigest)
+	case journal.KindApproval:
+		a := decodeAs[journal.Approval](e.Body)
+		line := fmt.Sprintf("approval: call %s %s by %s", a.CallID, a.Decision, a.By)
+		if a.Reason != "" {
+			line += ": " + a.Reason
+		}
+		return line
+	}
+	t := decodeAs[journal.ToolDispatch](e.Body)
+	line := fmt.Sprintf("tool_dispatch: call %s (%s, effect %s) dispatched, synced before it runs", t.CallID, tr.calls[t.CallID], t.Effect)
+	if t.Approval != "" {
+		line += ", consuming approval " + shortDigest(t.Approval)
+	}
+	return line
+}
+
+// shortDigest cuts an event ID (a sha256 digest) to its first 12 hex digits.
+func shortDigest(d string) string {
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12] + "…"
+	}
+	return d
+}

@@ -18,7 +18,8 @@ import (
 // TestDemo runs the README's main command end to end on loopback: the
 // agent fixes the bug with the file tools, its model changes API on A,
 // it moves to B in its tool loop and finishes there, every request
-// passed the simulator's rules, and the capsule verifies on B.
+// passed the simulator's rules, the external tool it calls on B waits
+// for the demo's approval and runs once, and the capsule verifies on B.
 func TestDemo(t *testing.T) {
 	var out bytes.Buffer
 	res, err := runDemo(t.Context(), t.TempDir(), &out)
@@ -32,7 +33,7 @@ func TestDemo(t *testing.T) {
 	if !res.BugFixed {
 		t.Errorf("calc.go in B's work folder is not fixed")
 	}
-	if res.TaskFinishedOn != "B" || res.AnsweredOn != "B" || !strings.Contains(res.Answer, "read_file") {
+	if res.TaskFinishedOn != "B" || res.AnsweredOn != "B" || !strings.Contains(res.Answer, "posted to the team channel (post 1)") {
 		t.Errorf("last answer on %q: %q", res.AnsweredOn, res.Answer)
 	}
 	apis := map[string]bool{}
@@ -42,8 +43,9 @@ func TestDemo(t *testing.T) {
 	if len(apis) < 2 || res.Refused != 0 {
 		t.Errorf("requests %+v: want two APIs, none refused", res.Requests)
 	}
-	if len(res.Steps) != 2 || res.Steps[0].ToolSteps != 2 || !slices.Contains(res.Steps[1].Tools, "edit_file") {
-		t.Errorf("steps %+v: want search and read_file on A, edit_file on B", res.Steps)
+	if len(res.Steps) != 2 || res.Steps[0].ToolSteps != 2 || !slices.Contains(res.Steps[1].Tools, "edit_file") ||
+		!slices.Contains(res.Steps[1].Tools, "team.post") {
+		t.Errorf("steps %+v: want search and read_file on A, edit_file and team.post on B", res.Steps)
 	}
 	if res.Move.CancelledModelCalls != 1 || res.CancelledInDelay != 1 {
 		t.Errorf("the freeze cancelled %d model calls (%d held by the demo), want the one in flight", res.Move.CancelledModelCalls, res.CancelledInDelay)
@@ -57,6 +59,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("the demo does not say %q:\n%s", want, text)
 		}
 	}
+	checkTeamCall(t, res.Team, text)
 	var sum int64
 	for _, p := range res.Phases {
 		sum += p.Bytes
@@ -132,5 +135,82 @@ func TestStepsByNode(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, stepsByNode(events, []string{"a", "b"}, []string{"A", "B"})); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+}
+
+// checkTeamCall: the transcript shows the team call's approval request,
+// the demo's approval and exactly one dispatch, in that order, then its
+// result; the channel got exactly one post; the journal holds one of each.
+func checkTeamCall(t *testing.T, got demoTeamResult, text string) {
+	t.Helper()
+	want := demoTeamResult{Call: got.Call, Channel: []string{demoTeamMessage}, Posts: 1, FilePosts: 1,
+		Requests: 1, Approvals: 1, Dispatches: 1, Results: 1}
+	if diff := cmp.Diff(want, got); diff != "" || got.Call == "" {
+		t.Errorf("team call (-want +got):\n%s", diff)
+	}
+	at := -1
+	for _, line := range []string{
+		"B │ approval_request: call " + got.Call + " (team.post) waits for a person's approval",
+		"-- demo: approving call " + got.Call + " (team.post, arguments sha256:",
+		"B │ approval: call " + got.Call + " approved by demo",
+		"B │ tool_dispatch: call " + got.Call + " (team.post, effect external) dispatched",
+		"B │   team.post returned: posted to the team channel (post 1)",
+	} {
+		i := strings.Index(text, line)
+		if i <= at {
+			t.Errorf("the transcript does not show %q after the line before it:\n%s", line, text)
+		}
+		at = max(at, i)
+	}
+	if n := strings.Count(text, "tool_dispatch: call "+got.Call); n != 1 {
+		t.Errorf("the transcript shows %d dispatches of %s, want 1", n, got.Call)
+	}
+}
+
+// TestCountCall counts one call's approval events, dispatches and
+// results, and no other call's.
+func TestCountCall(t *testing.T) {
+	ev := func(kind journal.Kind, call string) journal.Event {
+		return journal.Event{Kind: kind, Body: []byte(`{"call_id":"` + call + `"}`)}
+	}
+	events := []journal.Event{
+		ev(journal.KindToolCall, "c1"),
+		ev(journal.KindApprovalRequest, "c1"),
+		ev(journal.KindApprovalRequest, "c2"),
+		ev(journal.KindApproval, "c1"),
+		ev(journal.KindToolDispatch, "c1"),
+		ev(journal.KindToolDispatch, "c1"),
+		ev(journal.KindToolDispatch, "c2"),
+		ev(journal.KindToolResult, "c1"),
+	}
+	var got demoTeamResult
+	countCall(events, "c1", &got)
+	want := demoTeamResult{Requests: 1, Approvals: 1, Dispatches: 2, Results: 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+}
+
+// TestDemoCheckTeam: the demo fails unless the channel got one post and
+// the journal holds one approval request, approval and dispatch.
+func TestDemoCheckTeam(t *testing.T) {
+	ok := demoTeamResult{Call: "c", Posts: 1, FilePosts: 1, Requests: 1, Approvals: 1, Dispatches: 1, Results: 1}
+	for _, tc := range []struct {
+		name string
+		edit func(*demoTeamResult)
+		want string
+	}{
+		{"one of each", func(*demoTeamResult) {}, ""},
+		{"two posts", func(r *demoTeamResult) { r.Posts = 2 }, "2 posts"},
+		{"not in the file", func(r *demoTeamResult) { r.FilePosts = 0 }, "(0 in its file)"},
+		{"two dispatches", func(r *demoTeamResult) { r.Dispatches = 2 }, "2 dispatches"},
+		{"no approval", func(r *demoTeamResult) { r.Approvals = 0 }, "0 approvals"},
+	} {
+		r := demoResult{BugFixed: true, Team: ok}
+		tc.edit(&r.Team)
+		err := r.check()
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: check() = %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }
