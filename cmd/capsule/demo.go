@@ -291,7 +291,7 @@ func (d *demoRun) switchAndMove(ctx context.Context) error {
 	d.res.MovedAfter, _, _ = d.tr.counts()
 	d.out.say("-- demo: moving the agent to B (Node.Move) in the middle of its tool loop: a model request is in flight and edit_file is still to come;")
 	d.out.say("   the demo holds that request at the endpoint until the move ends, so the freeze always lands in the middle of the step --")
-	var phases phaseClock
+	phases := startClock()
 	release := d.ep.hold()
 	m, err := a.Move(ctx, d.id, api.MoveRequest{To: string(b.ID())}, phases.observe)
 	release()

@@ -24,12 +24,22 @@ type demoPhase struct {
 type phaseClock struct {
 	phases []demoPhase
 	start  time.Time
+	began  time.Time        // when the move was asked for (start)
 	at     api.MoveProgress // the totals when the current phase began
 	last   api.MoveProgress // the latest totals
 }
 
+// startClock returns a phase clock for a move asked for now.
+func startClock() *phaseClock { return &phaseClock{began: time.Now()} }
+
 func (c *phaseClock) observe(p api.MoveProgress) {
 	now := time.Now()
+	if len(c.phases) == 0 && p.Phase != api.PhasePrecopy && p.BytesSent > 0 {
+		// Pre-copy ended before the first report reached us (a loaded
+		// machine): its bytes are the totals so far, its time since Move.
+		c.phases = append(c.phases, demoPhase{Phase: api.PhasePrecopy})
+		c.start = c.began
+	}
 	c.last = p
 	if len(c.phases) == 0 || c.phases[len(c.phases)-1].Phase != p.Phase {
 		c.close(now)

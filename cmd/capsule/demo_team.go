@@ -126,9 +126,9 @@ func (d *demoRun) teamTurn(ctx context.Context) error {
 		d.out.say("%s --", head)
 	} else {
 		d.out.say("%s;", head)
-		d.out.say("   Anthropic refuses dots in tool names, so B's requests offer %s as %s, and the planner matches the names it is offered: the message names both --", name, wire)
+		d.out.say("   Anthropic refuses dots in tool names, so B's requests offer %s as %s (render maps it back for the journal) --", name, wire)
 	}
-	text := fmt.Sprintf("Tell the team: call %s (offered to you as %s) with message=%q.", name, wire, demoTeamMessage)
+	text := fmt.Sprintf("Tell the team: call %s with message=%q.", name, demoTeamMessage)
 	if _, err := b.Say(ctx, d.id, api.SayRequest{Text: text}); err != nil {
 		return err
 	}

@@ -214,3 +214,17 @@ func TestDemoCheckTeam(t *testing.T) {
 		}
 	}
 }
+
+// A first progress report that comes after pre-copy ended still counts
+// pre-copy's bytes in a phase of their own: the phases sum to the move.
+func TestPhaseClockLatePrecopy(t *testing.T) {
+	c := startClock()
+	c.observe(api.MoveProgress{Phase: api.PhaseFreeze, BytesSent: 100})
+	c.observe(api.MoveProgress{Phase: api.PhaseOffer, BytesSent: 150})
+	c.observe(api.MoveProgress{Phase: api.PhaseDone, BytesSent: 150})
+	got := c.end()
+	if len(got) != 3 || got[0].Phase != api.PhasePrecopy || got[0].Bytes != 100 || got[1].Phase != api.PhaseFreeze ||
+		got[0].Bytes+got[1].Bytes+got[2].Bytes != 150 {
+		t.Fatalf("phases %+v", got)
+	}
+}

@@ -86,9 +86,18 @@ func planned(c conversation) []tool {
 		t  tool
 	}
 	var hits []hit
+	norm := idBytes(lower)
 	for _, t := range c.tools {
 		if i := strings.Index(lower, strings.ToLower(t.name)); t.name != "" && i >= 0 {
 			hits = append(hits, hit{i, t})
+		} else if stem, ok := hashedStem(t.name); ok {
+			// A journal name the API refused is offered hashed
+			// ("team.post" as "team_post_HsTGj2Yt"): the request names
+			// the journal's, which reads as the stem once every byte an
+			// API refuses is "_".
+			if i := strings.Index(norm, strings.ToLower(stem)); i >= 0 {
+				hits = append(hits, hit{i, t})
+			}
 		}
 	}
 	if len(hits) == 0 {
@@ -104,6 +113,34 @@ func planned(c conversation) []tool {
 		out[i] = h.t
 	}
 	return out
+}
+
+// hashedStem returns the part of a tool name before the "_" and eight
+// base62 digits render appends to a name it had to change, and whether
+// name has that form.
+func hashedStem(name string) (string, bool) {
+	const n = 8
+	if len(name) < n+2 || name[len(name)-n-1] != '_' {
+		return "", false
+	}
+	for _, c := range []byte(name[len(name)-n:]) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return "", false
+		}
+	}
+	return name[:len(name)-n-1], true
+}
+
+// idBytes replaces every byte of s that is not a letter, a digit, "_" or
+// "-" with "_", keeping every other byte where it is.
+func idBytes(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
 }
 
 // remaining drops from plan the tools already called since the request,

@@ -66,3 +66,20 @@ func TestPlannerSteps(t *testing.T) {
 		t.Fatalf("echo = %+v", e)
 	}
 }
+
+// A journal tool name an API refuses (a dot, for Anthropic) is offered
+// hashed by render; a request naming the journal's name calls it, and a
+// name that only looks hashed is not mistaken for another tool.
+func TestPlannerMatchesHashedNames(t *testing.T) {
+	tools := []tool{{name: "read_file"}, {name: "team_post_HsTGj2Yt"}, {name: "team_x"}}
+	got := plan(conversation{request: "Tell the team: call team.post with message=hi", tools: tools})
+	if len(got.calls) != 1 || got.calls[0].name != "team_post_HsTGj2Yt" {
+		t.Fatalf("plan = %+v, want team_post_HsTGj2Yt", got)
+	}
+	if _, ok := hashedStem("team_post_Hs-Gj2Yt"); ok {
+		t.Fatal("a suffix with a dash is not render's hash")
+	}
+	if got := plan(conversation{request: "read_file then team.post", tools: tools}); len(got.calls) != 1 || got.calls[0].name != "read_file" {
+		t.Fatalf("plan = %+v, want read_file first", got)
+	}
+}
