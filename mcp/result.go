@@ -3,8 +3,8 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	builtin "github.com/agentcapsule/capsule/tool"
 	"strings"
-	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -47,24 +47,13 @@ func part(c sdk.Content) string {
 	return fmt.Sprintf("[content of type %T]", c)
 }
 
-// capped cuts r's content to the Set's MaxOutput, at a line end in the
-// second half of the budget when there is one, else at a rune start, and
+// capped cuts r's content to the Set's MaxOutput (the built-in tools' Truncate) and
 // keeps the whole output in Full.
 func (s *Set) capped(r Result) Result {
-	max := s.cfg.MaxOutput
-	if len(r.Content) <= max {
-		return r
+	shown, cut := builtin.Truncate(r.Content, s.cfg.MaxOutput)
+	if cut {
+		r.Full = []byte(r.Content)
+		r.Content = shown
 	}
-	whole := r.Content
-	cut := max
-	if nl := strings.LastIndexByte(whole[:max], '\n'); nl >= max/2 {
-		cut = nl + 1
-	}
-	for cut > 0 && !utf8.RuneStart(whole[cut]) {
-		cut--
-	}
-	r.Content = fmt.Sprintf("%s\n[output truncated: showing %d of %d bytes; the whole output is attached]",
-		strings.TrimSuffix(whole[:cut], "\n"), cut, len(whole))
-	r.Full = []byte(whole)
 	return r
 }

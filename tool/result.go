@@ -29,24 +29,34 @@ func failf(format string, args ...any) Result {
 	return Result{Content: fmt.Sprintf(format, args...), IsError: true}
 }
 
-// capped cuts r's content to max bytes, at a line end when one is in the
-// second half of the budget, else at a rune boundary, and keeps the whole
+// capped cuts r's content to max bytes (Truncate) and keeps the whole
 // output in Full.
 func capped(r Result, max int) Result {
-	if len(r.Content) <= max {
+	shown, cut := Truncate(r.Content, max)
+	if !cut {
 		return r
 	}
-	whole := r.Content
-	cut := max
-	if nl := strings.LastIndexByte(whole[:max], '\n'); nl >= max/2 {
-		cut = nl + 1
-	}
-	for cut > 0 && !utf8.RuneStart(whole[cut]) {
-		cut--
-	}
-	r.Content = fmt.Sprintf("%s\n[output truncated: showing %d of %d bytes; the whole output is attached]",
-		strings.TrimSuffix(whole[:cut], "\n"), cut, len(whole))
-	r.Full = []byte(whole)
-	r.MediaType = textMediaType
+	r.Full = []byte(r.Content)
+	r.Content, r.MediaType = shown, textMediaType
 	return r
+}
+
+// Truncate cuts s to at most max bytes for the model, at a line end when
+// one is in the second half of the budget, else at a rune boundary, and
+// adds a note that says how much is shown and that the whole output is
+// attached; cut reports whether it cut. The agent's tools (the built-in
+// ones and MCP servers') cap their output with it.
+func Truncate(s string, max int) (shown string, cut bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	n := max
+	if nl := strings.LastIndexByte(s[:max], '\n'); nl >= max/2 {
+		n = nl + 1
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s\n[output truncated: showing %d of %d bytes; the whole output is attached]",
+		strings.TrimSuffix(s[:n], "\n"), n, len(s)), true
 }
