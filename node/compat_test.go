@@ -28,18 +28,7 @@ func compatSetup(t *testing.T, n *Node, id, tool string, edit func(*envspec.Spec
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	c, err := capsule.Open(n.fsys, a.capsule(), capsule.Config{Writer: n.writer()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := c.Environment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	edit(spec)
-	if err := c.Commit(func(tx *capsule.Tx) error { return tx.SetEnvironment(spec) }); err != nil {
-		t.Fatal(err)
-	}
+	editSpecLocked(t, n, a, edit)
 	p := journal.Producer{Provider: "anthropic", API: "messages", Model: "m"}
 	call := journal.ToolCall{CallID: "c1", Name: tool, Arguments: json.RawMessage(`{}`), Producer: p}
 	if _, err := a.log.Append(journal.KindToolCall, a.holder.Holder(), n.wallTime(), call); err != nil {

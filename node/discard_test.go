@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentcapsule/capsule/api"
-	"github.com/agentcapsule/capsule/capsule"
+	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/node/agentlog"
 )
@@ -27,18 +27,9 @@ func makeEphemeral(t *testing.T, n *Node, id string, maxTokens, tokens int64) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	c, err := capsule.Open(n.fsys, a.capsule(), capsule.Config{Writer: n.writer()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := c.Environment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Lifecycle.Ephemeral, spec.Lifecycle.DiscardMaxTokens = true, maxTokens
-	if err := c.Commit(func(tx *capsule.Tx) error { return tx.SetEnvironment(spec) }); err != nil {
-		t.Fatal(err)
-	}
+	editSpecLocked(t, n, a, func(spec *envspec.Spec) {
+		spec.Lifecycle.Ephemeral, spec.Lifecycle.DiscardMaxTokens = true, maxTokens
+	})
 	if tokens == 0 {
 		return
 	}

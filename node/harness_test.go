@@ -15,6 +15,8 @@ import (
 
 	"github.com/agentcapsule/capsule/agent"
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/capsule"
+	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/node/agentlog"
 	"github.com/agentcapsule/capsule/provider"
@@ -268,5 +270,23 @@ func (c *cluster) checkNoStaging(n *Node, id string) {
 	ents, err := n.fsys.ReadDir(filepath.Join(n.cfg.Dir, "agents", id, stagingDir))
 	if err == nil && len(ents) > 0 {
 		c.t.Errorf("node %s keeps staging for %s: %v", n.ID().Short(), id, ents[0].Name())
+	}
+}
+
+// editSpecLocked commits edit's change to the environment spec of agent a
+// of n; the caller holds a.mu.
+func editSpecLocked(t *testing.T, n *Node, a *tenant, edit func(*envspec.Spec)) {
+	t.Helper()
+	c, err := capsule.Open(n.fsys, a.capsule(), capsule.Config{Writer: n.writer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := c.Environment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(spec)
+	if err := c.Commit(func(tx *capsule.Tx) error { return tx.SetEnvironment(spec) }); err != nil {
+		t.Fatal(err)
 	}
 }

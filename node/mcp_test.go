@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentcapsule/capsule/api"
-	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/provider"
@@ -41,19 +40,10 @@ func setServers(t *testing.T, n *Node, id string, servers ...envspec.Tool) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	c, err := capsule.Open(n.fsys, a.capsule(), capsule.Config{Writer: n.writer()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := c.Environment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Tools = servers
-	spec.Sandbox.Mode = sandboxModeNone
-	if err := c.Commit(func(tx *capsule.Tx) error { return tx.SetEnvironment(spec) }); err != nil {
-		t.Fatal(err)
-	}
+	editSpecLocked(t, n, a, func(spec *envspec.Spec) {
+		spec.Tools = servers
+		spec.Sandbox.Mode = sandboxModeNone
+	})
 }
 
 // serverProcs returns the working directories of this process's children
