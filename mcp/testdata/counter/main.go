@@ -11,12 +11,16 @@ import (
 	"log"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 type bumpIn struct {
 	Note string `json:"note,omitempty" jsonschema:"a note written on the counter line"`
+	// Linger keeps the call open this many milliseconds after the line is
+	// written: crash tests kill the node while it lingers.
+	Linger int `json:"linger_ms,omitempty" jsonschema:"milliseconds to wait after writing the line, before answering"`
 }
 
 type echoIn struct {
@@ -54,6 +58,7 @@ func bump(_ context.Context, _ *mcp.CallToolRequest, in bumpIn) (*mcp.CallToolRe
 	if err := f.Close(); err != nil {
 		return nil, nil, err
 	}
+	time.Sleep(time.Duration(in.Linger) * time.Millisecond)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
