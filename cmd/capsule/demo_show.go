@@ -61,6 +61,7 @@ type transcript struct {
 	streamed map[string]bool   // steps whose text was shown as deltas
 	results  int               // tool results shown
 	answers  int               // assistant texts shown
+	requests int               // approval requests shown
 	moved    bool              // the first node said the agent moved
 	err      error             // what ended a watch early
 }
@@ -110,6 +111,13 @@ func (tr *transcript) follow(ctx context.Context, n *node.Node, name, id string,
 
 // counts returns the tool results and answers shown, and whether the
 // agent was seen to move.
+// approvalRequests returns how many approval requests the transcript showed.
+func (tr *transcript) approvalRequests() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.requests
+}
+
 func (tr *transcript) counts() (results, answers int, moved bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
@@ -193,6 +201,9 @@ func (tr *transcript) event(p string, e *journal.Event) {
 		ep := decodeAs[journal.EpochStart](e.Body)
 		tr.out.say("%sepoch %d begins, held by %s", p, ep.Epoch, tr.label(ep.Holder))
 	case journal.KindApprovalRequest, journal.KindApproval, journal.KindToolDispatch:
+		if e.Kind == journal.KindApprovalRequest {
+			tr.requests++
+		}
 		tr.out.say("%s%s", p, tr.effectLine(e))
 	case journal.KindUsage:
 	default:

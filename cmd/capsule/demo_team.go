@@ -137,6 +137,11 @@ func (d *demoRun) teamTurn(ctx context.Context) error {
 		return err
 	}
 	d.res.Team.Call = w.CallID
+	// The transcript shows the request first: the watch stream may lag
+	// behind the status the wait read.
+	if err := waitUntil(ctx, "the transcript to show the approval request", func() bool { return d.tr.approvalRequests() >= 1 }); err != nil {
+		return err
+	}
 	d.out.say("-- demo: approving call %s (%s, arguments %s) as an operator would: capsule agent approve %s %s --",
 		w.CallID, w.Tool, w.ArgumentsDigest, d.id, w.CallID)
 	if _, err := b.Approve(ctx, d.id, api.ApproveRequest{CallID: w.CallID, Decision: api.DecisionApproved,
