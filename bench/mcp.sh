@@ -5,6 +5,7 @@
 #   bench/mcp.sh                 # 5 interleaved rounds
 #   RUNS=3 CALLS=1000 bench/mcp.sh
 #   WRAP="bwrap ... --" bench/mcp.sh
+#   WRAP=sandbox bench/mcp.sh    # the node's own sandbox (package sandbox), as a node starts a server
 #
 # Each round runs mcp's BenchmarkCall (counter.echo round trips on one
 # running stdio server, CALLS of them) and BenchmarkStart (launch,
@@ -15,7 +16,7 @@
 # "sandboxed" with mcp.Exec of WRAP followed by the server's argv
 # ($MCP_BENCH_WRAP; default: bubblewrap with every namespace unshared, the
 # root read-only, a private /dev and /proc). Once the node's sandbox
-# Launcher is wired in, point the benchmark at it instead of WRAP.
+# Launcher is wired in (it is: WRAP=sandbox), the benchmark uses it.
 # Medians over rounds of ns/op, the difference and the ratio sandboxed /
 # plain, and the peak RSS of the benchmark process (/usr/bin/time -v; the
 # server is a child) are printed.

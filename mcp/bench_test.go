@@ -1,8 +1,11 @@
 package mcp_test
 
 import (
+	"path/filepath"
+
 	"context"
 	"encoding/json"
+	"github.com/agentcapsule/capsule/sandbox"
 	"os"
 	"os/exec"
 	"strings"
@@ -15,15 +18,26 @@ import (
 )
 
 // benchLaunch is the Launcher the benchmarks start servers with:
-// mcp.Exec, or, when $MCP_BENCH_WRAP is set, mcp.Exec of that command
-// line (split at spaces) followed by the server's argv, e.g.
+// mcp.Exec; with $MCP_BENCH_WRAP=sandbox, the node's sandbox (package
+// sandbox, probed here) with the server's folder as its workspace, as the
+// node starts a stdio server; with another $MCP_BENCH_WRAP, mcp.Exec of
+// that command line (split at spaces) followed by the server's argv, e.g.
 // MCP_BENCH_WRAP="bwrap --unshare-all --die-with-parent --ro-bind / / --".
-// bench/mcp.sh measures both; the node's sandbox Launcher replaces the
-// wrapper once it is wired in.
 func benchLaunch() mcp.Launcher {
 	wrap := strings.Fields(os.Getenv("MCP_BENCH_WRAP"))
 	if len(wrap) == 0 {
 		return mcp.Exec
+	}
+	if len(wrap) == 1 && wrap[0] == "sandbox" {
+		sb, err := sandbox.Probe("")
+		return func(ctx context.Context, argv, env []string, dir string) (*exec.Cmd, error) {
+			if err != nil {
+				return nil, err
+			}
+			p := sandbox.Policy{Workspace: filepath.Dir(argv[0]), Env: env,
+				Limits: sandbox.Limits{Processes: 256, MemoryMB: 4096, DiskMB: 4096}}
+			return sb.Command(ctx, p, argv)
+		}
 	}
 	return func(ctx context.Context, argv, env []string, dir string) (*exec.Cmd, error) {
 		return mcp.Exec(ctx, append(append([]string(nil), wrap...), argv...), env, dir)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/agentcapsule/capsule/sandbox"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,9 @@ var servers struct {
 }
 
 func TestMain(m *testing.M) {
+	if code := sandbox.Main(os.Args[1:]); code >= 0 { // the sandbox re-executes this binary
+		os.Exit(code)
+	}
 	code := m.Run()
 	if servers.dir != "" {
 		os.RemoveAll(servers.dir)
