@@ -23,6 +23,9 @@ import (
 // server (mcp/testdata/counter) run unsandboxed, since it writes outside
 // the workspace (spec sandbox none, node --allow-unsandboxed).
 func TestKillDuringExternalMCPTool(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real node processes; skipped with -short")
+	}
 	// Paths the spec's credential check does not take for a key (a
 	// t.TempDir name looks random).
 	dir := filepath.Join(os.TempDir(), "capsule-e2e-mcp-"+strconv.Itoa(os.Getpid()))
