@@ -48,7 +48,10 @@ func TestCompatCheckFixtures(t *testing.T) {
 			if m := missing[name]; m != "" && rel == "0.1.0" {
 				want = compat.CodeToolMissing + ":" + m
 			}
-			if fixRel := fixtureRelease(p); fixRel != rel && fixRel != "0.1.0" {
+			// 0.3.0's empty capsule holds no journal line, so its journal is
+			// version 1 and its other kinds are 0.2.0's: 0.2.0 reads it.
+			readable := fixtureRelease(p) == "0.3.0" && rel == "0.2.0" && name == "empty"
+			if fixRel := fixtureRelease(p); fixRel != rel && fixRel != "0.1.0" && !readable {
 				// written at versions rel does not read (0.2.0's spec and index
 				// for 0.1.0): refused, naming the kinds (roll back with capsule
 				// migrate --to rel first)
