@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentcapsule/capsule/agent"
+	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/mcp"
 	"github.com/agentcapsule/capsule/render"
 )
@@ -24,13 +25,9 @@ import (
 // system's directories only (the node's own PATH may name the operator's).
 const mcpPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// startMCP starts the MCP servers the spec of the capsule at dir declares,
-// working in the workspace ws; it returns nil when there are none.
-func (a *tenant) startMCP(ctx context.Context, dir, ws string) (*mcp.Set, error) {
-	spec, err := a.spec(dir)
-	if err != nil {
-		return nil, err
-	}
+// startMCP starts the MCP servers spec declares, working in the workspace
+// ws; it returns nil when there are none.
+func (a *tenant) startMCP(ctx context.Context, spec *envspec.Spec, ws string) (*mcp.Set, error) {
 	if len(spec.Tools) == 0 {
 		return nil, nil
 	}
@@ -49,8 +46,8 @@ func (a *tenant) startMCP(ctx context.Context, dir, ws string) (*mcp.Set, error)
 
 // withMCP adds the agent's MCP servers to the workspace tools tb (closed by
 // c); when a server does not start, c is closed and the error says which.
-func (a *tenant) withMCP(tb agent.Toolbox, c io.Closer, ws string) (agent.Toolbox, io.Closer, error) {
-	set, err := a.startMCP(context.Background(), a.capsule(), ws)
+func (a *tenant) withMCP(tb agent.Toolbox, c io.Closer, spec *envspec.Spec, ws string) (agent.Toolbox, io.Closer, error) {
+	set, err := a.startMCP(context.Background(), spec, ws)
 	if err != nil {
 		c.Close()
 		return nil, nil, err
@@ -64,7 +61,11 @@ func (a *tenant) withMCP(tb agent.Toolbox, c io.Closer, ws string) (agent.Toolbo
 // prepareMCP starts and stops the staged agent's MCP servers: the
 // prepare's check that every one starts on this node.
 func (a *tenant) prepareMCP(in *inMove) []string {
-	set, err := a.startMCP(context.Background(), in.capsule(), filepath.Join(in.dir, workDir))
+	spec, err := a.spec(in.capsule())
+	if err != nil {
+		return []string{err.Error()}
+	}
+	set, err := a.startMCP(context.Background(), spec, filepath.Join(in.dir, workDir))
 	if err != nil {
 		return []string{err.Error()}
 	}

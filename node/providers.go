@@ -84,7 +84,7 @@ func (a *tenant) openWorkspaceTools(workdir string) (agent.Toolbox, io.Closer, e
 	if err != nil {
 		return nil, nil, err
 	}
-	return a.withMCP(&workspaceTools{ws: ws, a: a, scratch: scratch, policy: opts.Policy, rules: spec.Builtins}, ws, workdir)
+	return a.withMCP(&workspaceTools{ws: ws, a: a, scratch: scratch, policy: opts.Policy, rules: spec.Builtins}, ws, spec, workdir)
 }
 
 // workspaceTools adapts tool.Workspace to agent.Toolbox and commits the

@@ -83,9 +83,6 @@ func (n *Node) toolPolicy(spec *envspec.Spec, ws string) sandbox.Policy {
 	p := sandbox.Policy{Workspace: ws, Network: string(s.Network), Hosts: s.Hosts, Unsandboxed: n.unsandboxed(spec),
 		Limits: sandbox.Limits{Wall: time.Duration(s.WallSeconds) * time.Second, OutputBytes: s.OutputBytes,
 			Processes: int(s.Processes), MemoryMB: int(s.MemoryMB), DiskMB: int(s.DiskMB)}}
-	if p.Network == string(envspec.NetworkNone) {
-		p.Network = sandbox.NetworkNone
-	}
 	if p.Limits.Processes == 0 {
 		p.Limits.Processes = defaultToolProcesses
 	}
@@ -128,10 +125,6 @@ func (n *Node) mcpLauncher(spec *envspec.Spec, ws string) mcp.Launcher {
 		}
 		p := n.toolPolicy(spec, ws)
 		p.Env, p.Limits.Wall, p.Limits.OutputBytes = env, 0, 0
-		cmd, err := sb.Command(ctx, p, argv)
-		if err != nil {
-			return nil, err
-		}
-		return cmd, nil
+		return sb.Command(ctx, p, argv)
 	}
 }
