@@ -290,16 +290,19 @@ func (p *Proxy) serveLocked(ln net.Listener) {
 			if err != nil {
 				return // closed by Refuse or Close
 			}
-			p.accepted(c.(*net.TCPConn))
+			p.accepted(ln, c.(*net.TCPConn))
 		}
 	}()
 }
 
 // accepted sets up one connection: blackholed, or forwarded once the
-// upstream is dialled (in its own goroutine, so accepting goes on).
-func (p *Proxy) accepted(c *net.TCPConn) {
+// upstream is dialled (in its own goroutine, so accepting goes on). A
+// connection whose listener was closed (by Refuse, Partition or Close)
+// between the accept and this call is reset: the fault that closed the
+// listener was meant to reach it too, and Cut did not see it.
+func (p *Proxy) accepted(ln net.Listener, c *net.TCPConn) {
 	p.mu.Lock()
-	if p.closed {
+	if p.closed || p.ln != ln {
 		p.mu.Unlock()
 		reset(c)
 		return
