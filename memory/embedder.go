@@ -48,11 +48,18 @@ type EmbedError struct {
 }
 
 func (e *EmbedError) Error() string {
-	for i, err := range e.Failed {
-		if len(e.Failed) == 1 {
-			return "memory: embed text " + strconv.Itoa(i) + ": " + err.Error()
+	first := -1
+	for i := range e.Failed {
+		if first < 0 || i < first {
+			first = i
 		}
-		return "memory: " + strconv.Itoa(len(e.Failed)) + " texts could not be embedded, e.g. text " + strconv.Itoa(i) + ": " + err.Error()
 	}
-	return "memory: embed: no text failed"
+	switch {
+	case first < 0:
+		return "memory: embed: no text failed"
+	case len(e.Failed) == 1:
+		return "memory: embed text " + strconv.Itoa(first) + ": " + e.Failed[first].Error()
+	}
+	return "memory: " + strconv.Itoa(len(e.Failed)) + " texts could not be embedded; the first, text " +
+		strconv.Itoa(first) + ": " + e.Failed[first].Error()
 }
