@@ -1,0 +1,100 @@
+package memory
+
+import "math"
+
+// BM25 parameters (Robertson and Zaragoza's usual values).
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// bm25 is an inverted index of the chunks' capsule-tok/1 tokens. It is
+// never stored: it is rebuilt from the texts, which the journal and the
+// working memory hold. Documents are the index's chunk numbers; a dead
+// one (a replaced span of the working memory) is skipped and left out of
+// the statistics.
+type bm25 struct {
+	terms    map[string]int32
+	postings [][]posting
+	lens     []int32
+	live     []bool
+	nLive    int
+	lenLive  int64
+}
+
+type posting struct {
+	doc int32
+	tf  int32
+}
+
+func newBM25() *bm25 { return &bm25{terms: map[string]int32{}} }
+
+// add indexes text as the next document.
+func (b *bm25) add(text string) {
+	doc := int32(len(b.lens))
+	tf := map[string]int32{}
+	var n int32
+	Tokenize(text, func(tok []byte) {
+		tf[string(tok)]++
+		n++
+	})
+	for t, c := range tf {
+		id, ok := b.terms[t]
+		if !ok {
+			id = int32(len(b.postings))
+			b.terms[t] = id
+			b.postings = append(b.postings, nil)
+		}
+		b.postings[id] = append(b.postings[id], posting{doc: doc, tf: c})
+	}
+	b.lens = append(b.lens, n)
+	b.live = append(b.live, true)
+	b.nLive++
+	b.lenLive += int64(n)
+}
+
+// kill removes a document from the results and the statistics.
+func (b *bm25) kill(doc int) {
+	if b.live[doc] {
+		b.live[doc] = false
+		b.nLive--
+		b.lenLive -= int64(b.lens[doc])
+	}
+}
+
+// scores adds each live document's BM25 score for the query's tokens to
+// acc (indexed by document), and reports whether any document scored.
+func (b *bm25) scores(query string, acc []float64) bool {
+	if b.nLive == 0 {
+		return false
+	}
+	avg := float64(b.lenLive) / float64(b.nLive)
+	seen := map[string]bool{}
+	any := false
+	Tokenize(query, func(tok []byte) {
+		t := string(tok)
+		id, ok := b.terms[t]
+		if !ok || seen[t] {
+			return
+		}
+		seen[t] = true
+		ps := b.postings[id]
+		df := 0
+		for _, p := range ps {
+			if b.live[p.doc] {
+				df++
+			}
+		}
+		idf := math.Log(1 + (float64(b.nLive)-float64(df)+0.5)/(float64(df)+0.5))
+		for _, p := range ps {
+			if !b.live[p.doc] {
+				continue
+			}
+			tf := float64(p.tf)
+			norm := bm25K1 * (1 - bm25B + bm25B*float64(b.lens[p.doc])/avg)
+			acc[p.doc] += idf * tf * (bm25K1 + 1) / (tf + norm)
+			any = true
+		}
+	})
+	return any
+}

@@ -1,0 +1,92 @@
+package memory
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// TokenizerName names the tokenizer of this file and its version. A change
+// to what Tokenize returns for any text must change it: the index's
+// fingerprint covers it (FORMAT §11.7.2).
+const TokenizerName = "capsule-tok/1"
+
+// maxTokenBytes bounds one token; a longer run of letters and digits (a
+// hash, a base64 blob) is cut to its first maxTokenBytes bytes.
+const maxTokenBytes = 64
+
+// Tokenize splits text into the tokens of capsule-tok/1 (FORMAT §11.7.2):
+//
+//  1. A token is a maximal run of Unicode letters (category L) and decimal
+//     digits (Nd); every other rune separates tokens.
+//  2. Each rune is lower-cased with unicode.ToLower (simple case mapping).
+//  3. A token longer than 64 bytes is cut to the longest prefix of whole
+//     runes within 64 bytes.
+//  4. Stem removes one English suffix from tokens that are all ASCII
+//     letters (see Stem).
+//
+// Tokenize calls visit with each token in order; the slice is reused after
+// visit returns.
+func Tokenize(text string, visit func(tok []byte)) {
+	var buf []byte
+	flush := func() {
+		if len(buf) > 0 {
+			visit(Stem(buf))
+			buf = buf[:0]
+		}
+	}
+	for _, r := range text {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			flush()
+			continue
+		}
+		r = unicode.ToLower(r)
+		if len(buf)+utf8.RuneLen(r) > maxTokenBytes {
+			continue
+		}
+		buf = utf8.AppendRune(buf, r)
+	}
+	flush()
+}
+
+// Tokens returns the tokens of text as strings.
+func Tokens(text string) []string {
+	var out []string
+	Tokenize(text, func(tok []byte) { out = append(out, string(tok)) })
+	return out
+}
+
+// Stem is capsule-tok/1's light stemmer. It changes only tokens of ASCII
+// letters a-z longer than four bytes, and removes at most one suffix, the
+// first of these that matches, when at least three bytes remain:
+// "ies" → "y"; "ing", "ed", "es", "ly" → ""; "s" → "" unless the token
+// ends in "ss", "us" or "is". The result may alias tok.
+func Stem(tok []byte) []byte {
+	if len(tok) <= 4 || !asciiLetters(tok) {
+		return tok
+	}
+	n := len(tok)
+	switch {
+	case hasSuffix(tok, "ies") && n-3 >= 3:
+		tok = append(tok[:n-3], 'y')
+	case hasSuffix(tok, "ing") && n-3 >= 3:
+		tok = tok[:n-3]
+	case hasSuffix(tok, "ed") && n-2 >= 3, hasSuffix(tok, "es") && n-2 >= 3, hasSuffix(tok, "ly") && n-2 >= 3:
+		tok = tok[:n-2]
+	case hasSuffix(tok, "s") && !hasSuffix(tok, "ss") && !hasSuffix(tok, "us") && !hasSuffix(tok, "is"):
+		tok = tok[:n-1]
+	}
+	return tok
+}
+
+func asciiLetters(b []byte) bool {
+	for _, c := range b {
+		if c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+func hasSuffix(b []byte, s string) bool {
+	return len(b) >= len(s) && string(b[len(b)-len(s):]) == s
+}
