@@ -21,8 +21,11 @@ const (
 )
 
 // Fusion parameters: RRF's constant, and how deep each part's ranking goes.
+// rrfK is 10 rather than the customary 60: on the labelled set (three
+// seeds) a smaller constant, which lets a part's top ranks count for more,
+// gave the best recall@10 with the two parts weighted equally.
 const (
-	rrfK      = 60
+	rrfK      = 10
 	fuseDepth = 100
 )
 
@@ -44,7 +47,7 @@ type Hit struct {
 
 // Search returns the k best chunks for query by reciprocal rank fusion of
 // BM25 and the vectors (each ranking to depth max(k, 100); a chunk scores
-// the sum of 1/(60+rank) over the rankings it is in). e must be the
+// the sum of 1/(10+rank) over the rankings it is in). e must be the
 // index's embedder: a query never mixes fingerprints (ErrFingerprint).
 func (x *Index) Search(ctx context.Context, e Embedder, query string, k int) ([]Hit, error) {
 	return x.SearchBy(ctx, e, query, k, Hybrid)

@@ -56,27 +56,31 @@ func Tokens(text string) []string {
 }
 
 // Stem is capsule-tok/1's light stemmer. It changes only tokens of ASCII
-// letters a-z longer than four bytes, and removes at most one suffix, the
+// letters a-z of at least four bytes, and removes at most one suffix, the
 // first of these that matches, when at least three bytes remain:
-// "ies" → "y"; "ing", "ed", "es", "ly" → ""; "s" → "" unless the token
-// ends in "ss", "us" or "is". The result may alias tok.
+// "ies" → "y"; "ments", "ment", "ings", "ing", "ers", "er", "ed", "es",
+// "ly" → ""; "s" → "" unless the token ends in "ss", "us" or "is". The
+// result may alias tok.
 func Stem(tok []byte) []byte {
-	if len(tok) <= 4 || !asciiLetters(tok) {
+	if len(tok) < 4 || !asciiLetters(tok) {
 		return tok
 	}
-	n := len(tok)
-	switch {
-	case hasSuffix(tok, "ies") && n-3 >= 3:
-		tok = append(tok[:n-3], 'y')
-	case hasSuffix(tok, "ing") && n-3 >= 3:
-		tok = tok[:n-3]
-	case hasSuffix(tok, "ed") && n-2 >= 3, hasSuffix(tok, "es") && n-2 >= 3, hasSuffix(tok, "ly") && n-2 >= 3:
-		tok = tok[:n-2]
-	case hasSuffix(tok, "s") && !hasSuffix(tok, "ss") && !hasSuffix(tok, "us") && !hasSuffix(tok, "is"):
-		tok = tok[:n-1]
+	if hasSuffix(tok, "ies") && len(tok) >= 6 {
+		return append(tok[:len(tok)-3], 'y')
+	}
+	for _, suf := range stemSuffixes {
+		if hasSuffix(tok, suf) && len(tok)-len(suf) >= 3 {
+			return tok[:len(tok)-len(suf)]
+		}
+	}
+	if hasSuffix(tok, "s") && !hasSuffix(tok, "ss") && !hasSuffix(tok, "us") && !hasSuffix(tok, "is") {
+		return tok[:len(tok)-1]
 	}
 	return tok
 }
+
+// stemSuffixes are removed in this order (FORMAT §11.7.2).
+var stemSuffixes = []string{"ments", "ment", "ings", "ing", "ers", "er", "ed", "es", "ly"}
 
 func asciiLetters(b []byte) bool {
 	for _, c := range b {
