@@ -1,6 +1,9 @@
 package memory
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // BM25 parameters (Robertson and Zaragoza's usual values).
 const (
@@ -20,6 +23,7 @@ type bm25 struct {
 	live     []bool
 	nLive    int
 	lenLive  int64
+	scratch  []int32
 }
 
 type posting struct {
@@ -32,25 +36,30 @@ func newBM25() *bm25 { return &bm25{terms: map[string]int32{}} }
 // add indexes text as the next document.
 func (b *bm25) add(text string) {
 	doc := int32(len(b.lens))
-	tf := map[string]int32{}
-	var n int32
+	ids := b.scratch[:0]
 	Tokenize(text, func(tok []byte) {
-		tf[string(tok)]++
-		n++
-	})
-	for t, c := range tf {
-		id, ok := b.terms[t]
+		id, ok := b.terms[string(tok)]
 		if !ok {
 			id = int32(len(b.postings))
-			b.terms[t] = id
+			b.terms[string(tok)] = id
 			b.postings = append(b.postings, nil)
 		}
-		b.postings[id] = append(b.postings[id], posting{doc: doc, tf: c})
+		ids = append(ids, id)
+	})
+	slices.Sort(ids)
+	for i := 0; i < len(ids); {
+		j := i + 1
+		for j < len(ids) && ids[j] == ids[i] {
+			j++
+		}
+		b.postings[ids[i]] = append(b.postings[ids[i]], posting{doc: doc, tf: int32(j - i)})
+		i = j
 	}
-	b.lens = append(b.lens, n)
+	b.scratch = ids
+	b.lens = append(b.lens, int32(len(ids)))
 	b.live = append(b.live, true)
 	b.nLive++
-	b.lenLive += int64(n)
+	b.lenLive += int64(len(ids))
 }
 
 // kill removes a document from the results and the statistics.

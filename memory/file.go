@@ -135,6 +135,7 @@ func decode(b []byte) (*Index, error) {
 	}
 	w := Watermark{Events: f.Watermark.Events, Heads: f.Watermark.Heads, WorkingMemory: f.Watermark.WorkingMemory}
 	x := newIndex(meta, fp, w, len(f.Chunks))
+	x.bm = nil // a decoded index has no texts: only Refresh searches them
 	for n, c := range f.Chunks {
 		ch := Chunk{Event: c.Event}
 		if c.Span != nil {
@@ -149,9 +150,7 @@ func decode(b []byte) (*Index, error) {
 		if err := x.vec.addStored(c.Vector); err != nil {
 			return nil, fmt.Errorf("memory: index: chunk %d: %w", n, err)
 		}
-		x.byKey[ch.key()] = len(x.docs)
-		x.docs = append(x.docs, doc{Chunk: ch, digest: c.Text, live: true})
-		x.live++
+		x.appendDoc(ch, c.Text)
 	}
 	return x, nil
 }

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"math"
-	"strconv"
+	"runtime"
+	"sync"
+	"unicode/utf8"
 )
 
 // HashName is the display name of the default embedder.
@@ -50,70 +52,107 @@ func (Hash) Identity() Identity {
 }
 
 // Embed returns one vector per text; it never fails but when ctx is done.
+// Long batches are split over every core.
 func (h Hash) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	out := make([][]float32, len(texts))
-	for i, t := range texts {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		out[i] = HashVector(t)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
+	out := make([][]float32, len(texts))
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(texts)/64))
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := len(texts)*w/workers, len(texts)*(w+1)/workers
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				out[i] = HashVector(texts[i])
+			}
+		})
+	}
+	wg.Wait()
 	return out, nil
 }
 
 // HashVector is Hash's vector of one text.
 func HashVector(text string) []float32 {
-	var acc [HashDims]float64
-	var prev string
-	Tokenize(text, func(tok []byte) {
-		if stopwords[string(tok)] {
-			prev = ""
-			return
-		}
-		s := string(tok)
-		addFeature(&acc, "w", s, 1)
-		if prev != "" {
-			addFeature(&acc, "b", prev+" "+s, 0.5)
-		}
-		prev = s
-		addGrams(&acc, s)
-	})
-	return finish(&acc)
+	var f featurizer
+	Tokenize(text, f.token)
+	return finish(&f.acc)
 }
 
-// addGrams adds the character 3- and 4-grams of "^tok$", in runes.
-func addGrams(acc *[HashDims]float64, tok string) {
-	rs := []rune("^" + tok + "$")
-	n := 0
-	for _, g := range []int{3, 4} {
-		n += max(0, len(rs)-g+1)
+// featurizer accumulates a text's features, reusing its buffers.
+type featurizer struct {
+	acc    [HashDims]float64
+	prev   []byte // the previous token that was not a stopword, or empty
+	framed []byte // "^" + token + "$"
+	starts []int  // rune starts in framed, and its length
+}
+
+func (f *featurizer) token(tok []byte) {
+	if stopwords[string(tok)] {
+		f.prev = f.prev[:0]
+		return
 	}
+	f.add(hashOf("w", nil, tok), 1)
+	if len(f.prev) > 0 {
+		f.add(hashOf("b", f.prev, tok), 0.5)
+	}
+	f.prev = append(f.prev[:0], tok...)
+	f.grams(tok)
+}
+
+// grams adds the character 3- and 4-grams of "^tok$", in runes.
+func (f *featurizer) grams(tok []byte) {
+	f.framed = append(append(append(f.framed[:0], '^'), tok...), '$')
+	f.starts = f.starts[:0]
+	for i := range len(f.framed) {
+		if utf8.RuneStart(f.framed[i]) {
+			f.starts = append(f.starts, i)
+		}
+	}
+	runes := len(f.starts)
+	f.starts = append(f.starts, len(f.framed))
+	n := max(0, runes-2) + max(0, runes-3)
 	if n == 0 {
 		return
 	}
 	w := 0.6 / math.Sqrt(float64(n))
-	for _, g := range []int{3, 4} {
-		for i := 0; i+g <= len(rs); i++ {
-			addFeature(acc, "c"+strconv.Itoa(g), string(rs[i:i+g]), w)
+	for _, g := range [...]struct {
+		kind string
+		n    int
+	}{{"c3", 3}, {"c4", 4}} {
+		for i := 0; i+g.n <= runes; i++ {
+			f.add(hashOf(g.kind, nil, f.framed[f.starts[i]:f.starts[i+g.n]]), w)
 		}
 	}
 }
 
-func addFeature(acc *[HashDims]float64, kind, s string, w float64) {
+// hashOf is FNV-1a 64 of kind, ':', then a and " " and b when a is not
+// empty, else b.
+func hashOf(kind string, a, b []byte) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(kind); i++ {
 		h = (h ^ uint64(kind[i])) * 1099511628211
 	}
 	h = (h ^ ':') * 1099511628211
-	for i := 0; i < len(s); i++ {
-		h = (h ^ uint64(s[i])) * 1099511628211
+	if len(a) > 0 {
+		for _, c := range a {
+			h = (h ^ uint64(c)) * 1099511628211
+		}
+		h = (h ^ ' ') * 1099511628211
 	}
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
+}
+
+// add puts weight w of a feature with hash h in its dimension, signed by
+// the hash's top bit.
+func (f *featurizer) add(h uint64, w float64) {
 	if h>>63 == 1 {
 		w = -w
 	}
-	acc[h%HashDims] += w
+	f.acc[h%HashDims] += w
 }
 
 func finish(acc *[HashDims]float64) []float32 {

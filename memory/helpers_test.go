@@ -107,7 +107,7 @@ func (f *fake) Embed(_ context.Context, texts []string) ([][]float32, error) {
 }
 
 // build is a clean build that must succeed.
-func build(t *testing.T, c *Corpus, e Embedder) *Index {
+func build(t testing.TB, c *Corpus, e Embedder) *Index {
 	t.Helper()
 	x, _, err := Build(ctx, c, e)
 	if err != nil {
@@ -116,7 +116,7 @@ func build(t *testing.T, c *Corpus, e Embedder) *Index {
 	return x
 }
 
-func encode(t *testing.T, x *Index) []byte {
+func encode(t testing.TB, x *Index) []byte {
 	t.Helper()
 	b, err := x.Encode()
 	if err != nil {

@@ -29,14 +29,15 @@ const embedBatch = 256
 // Add keeps it current as the journal grows. An Index is not safe for
 // concurrent use.
 type Index struct {
-	meta  schema.Embedder
-	fp    string
-	wm    Watermark
-	docs  []doc
-	byKey map[chunkKey]int
-	vec   vectors
-	bm    *bm25
-	live  int
+	meta   schema.Embedder
+	fp     string
+	wm     Watermark
+	docs   []doc
+	byKey  map[chunkKey]int
+	vec    vectors
+	bm     *bm25
+	live   int
+	wmDocs []int // the live chunks of the working memory
 }
 
 // doc is one chunk of the index with its text digest.
@@ -122,11 +123,21 @@ func (x *Index) push(c Chunk, sum string, vec []float32, stored string) error {
 	} else {
 		x.vec.add(vec)
 	}
-	x.byKey[c.key()] = len(x.docs)
-	x.docs = append(x.docs, doc{Chunk: c, digest: sum, live: true})
-	x.bm.add(c.Text)
-	x.live++
+	x.appendDoc(c, sum)
 	return nil
+}
+
+// appendDoc records chunk c, whose vector was just appended.
+func (x *Index) appendDoc(c Chunk, sum string) {
+	x.byKey[c.key()] = len(x.docs)
+	if c.Event == "" {
+		x.wmDocs = append(x.wmDocs, len(x.docs))
+	}
+	x.docs = append(x.docs, doc{Chunk: c, digest: sum, live: true})
+	if x.bm != nil {
+		x.bm.add(c.Text)
+	}
+	x.live++
 }
 
 // kill drops chunk i from searches and from the file.
@@ -136,6 +147,9 @@ func (x *Index) kill(i int) {
 		delete(x.byKey, x.docs[i].key())
 		x.bm.kill(i)
 		x.live--
+		if x.docs[i].Event == "" {
+			x.wmDocs = slices.DeleteFunc(x.wmDocs, func(j int) bool { return j == i })
+		}
 	}
 }
 
@@ -164,7 +178,7 @@ func (c *Corpus) Chunks() []Chunk {
 		}
 	}
 	out = append(out, WorkingMemoryChunks(c.wm)...)
-	slices.SortStableFunc(out, func(a, b Chunk) int { return compareKeys(a.key(), b.key()) })
+	slices.SortFunc(out, func(a, b Chunk) int { return compareKeys(a.key(), b.key()) })
 	return slices.CompactFunc(out, func(a, b Chunk) bool { return a.key() == b.key() }) // an event repeated in a broken journal
 }
 
@@ -217,8 +231,5 @@ func (x *Index) pushFrom(c Chunk, sum string, old *Index, o int) {
 	} else {
 		x.vec.f = append(x.vec.f, old.vec.f[o*d:(o+1)*d]...)
 	}
-	x.byKey[c.key()] = len(x.docs)
-	x.docs = append(x.docs, doc{Chunk: c, digest: sum, live: true})
-	x.bm.add(c.Text)
-	x.live++
+	x.appendDoc(c, sum)
 }

@@ -109,8 +109,8 @@ func (x *Index) vector(ctx context.Context, e Embedder, query string, depth int)
 	if len(vs) != 1 || len(vs[0]) != x.meta.Dims {
 		return nil, fmt.Errorf("memory: embed the query: no vector of %d values", x.meta.Dims)
 	}
-	q := x.vec.prepare(vs[0])
-	return x.top(depth, func(i int) (float64, bool) { return x.vec.score(q, i), true }), nil
+	scores := x.vec.scoreAll(x.vec.prepare(vs[0]), len(x.docs))
+	return x.top(depth, func(i int) (float64, bool) { return scores[i], true }), nil
 }
 
 // top returns the n best live chunks by score, ties broken by source order.

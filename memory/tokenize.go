@@ -27,25 +27,44 @@ const maxTokenBytes = 64
 // Tokenize calls visit with each token in order; the slice is reused after
 // visit returns.
 func Tokenize(text string, visit func(tok []byte)) {
-	var buf []byte
-	flush := func() {
-		if len(buf) > 0 {
-			visit(Stem(buf))
-			buf = buf[:0]
+	var arr [maxTokenBytes]byte
+	buf := arr[:0]
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf { // ASCII: the same rules, without decoding
+			i++
+			switch {
+			case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+			case 'A' <= c && c <= 'Z':
+				c += 'a' - 'A'
+			default:
+				buf = flushToken(buf, visit)
+				continue
+			}
+			if len(buf) < maxTokenBytes {
+				buf = append(buf, c)
+			}
+			continue
 		}
-	}
-	for _, r := range text {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		i += size
 		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			flush()
+			buf = flushToken(buf, visit)
 			continue
 		}
 		r = unicode.ToLower(r)
-		if len(buf)+utf8.RuneLen(r) > maxTokenBytes {
-			continue
+		if len(buf)+utf8.RuneLen(r) <= maxTokenBytes {
+			buf = utf8.AppendRune(buf, r)
 		}
-		buf = utf8.AppendRune(buf, r)
 	}
-	flush()
+	flushToken(buf, visit)
+}
+
+func flushToken(buf []byte, visit func([]byte)) []byte {
+	if len(buf) > 0 {
+		visit(Stem(buf))
+	}
+	return buf[:0]
 }
 
 // Tokens returns the tokens of text as strings.
@@ -68,7 +87,7 @@ func Stem(tok []byte) []byte {
 	if hasSuffix(tok, "ies") && len(tok) >= 6 {
 		return append(tok[:len(tok)-3], 'y')
 	}
-	for _, suf := range stemSuffixes {
+	for _, suf := range stemSuffixes[tok[len(tok)-1]] {
 		if hasSuffix(tok, suf) && len(tok)-len(suf) >= 3 {
 			return tok[:len(tok)-len(suf)]
 		}
@@ -79,8 +98,16 @@ func Stem(tok []byte) []byte {
 	return tok
 }
 
-// stemSuffixes are removed in this order (FORMAT §11.7.2).
-var stemSuffixes = []string{"ments", "ment", "ings", "ing", "ers", "er", "ed", "es", "ly"}
+// stemSuffixes are the suffixes Stem removes, in the order it tries them
+// (FORMAT §11.7.2), by their last byte.
+var stemSuffixes = map[byte][]string{
+	's': {"ments", "ings", "ers", "es"},
+	't': {"ment"},
+	'g': {"ing"},
+	'r': {"er"},
+	'd': {"ed"},
+	'y': {"ly"},
+}
 
 func asciiLetters(b []byte) bool {
 	for _, c := range b {

@@ -94,8 +94,8 @@ func (x *Index) workingMemoryDelta(add []Chunk, wm []byte) ([]Chunk, []int) {
 		add = append(add, ch)
 	}
 	var drop []int
-	for i := range x.docs {
-		if d := &x.docs[i]; d.live && d.Event == "" && !keep[i] {
+	for _, i := range x.wmDocs {
+		if !keep[i] {
 			drop = append(drop, i)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 )
 
 // The data types of stored vectors (FORMAT §11.7.2). An index stores int8
@@ -97,18 +99,54 @@ func (v *vectors) appendStored(dst []byte, i int) []byte {
 type query struct {
 	q []int32
 	f []float32
+	// nz and nzv are the query's nonzero int8 values and where they are: a
+	// short query sets few of the dimensions, and only those can add.
+	nz, nzv []int32
 }
 
 func (v *vectors) prepare(x []float32) query {
 	if v.dtype == DTypeInt8 {
 		q := appendInt8(nil, x)
-		out := make([]int32, len(q))
+		out := query{q: make([]int32, len(q))}
 		for i, c := range q {
-			out[i] = int32(c)
+			out.q[i] = int32(c)
+			if c != 0 {
+				out.nz, out.nzv = append(out.nz, int32(i)), append(out.nzv, int32(c))
+			}
 		}
-		return query{q: out}
+		return out
 	}
 	return query{f: x}
+}
+
+// parallelMin is the number of vectors above which scoreAll splits the
+// scan over every core.
+const parallelMin = 16384
+
+// scoreAll returns the dot product of the query with each of the first n
+// vectors.
+func (v *vectors) scoreAll(q query, n int) []float64 {
+	out := make([]float64, n)
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/parallelMin))
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := n*w/workers, n*(w+1)/workers
+		wg.Go(func() {
+			i := lo
+			if v.dtype == DTypeInt8 {
+				for ; i+4 <= hi; i += 4 {
+					d := v.dims
+					a, b, c, e := dot4Int8(q, v.q[i*d:(i+1)*d], v.q[(i+1)*d:(i+2)*d], v.q[(i+2)*d:(i+3)*d], v.q[(i+3)*d:(i+4)*d])
+					out[i], out[i+1], out[i+2], out[i+3] = a, b, c, e
+				}
+			}
+			for ; i < hi; i++ {
+				out[i] = v.score(q, i)
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // score returns the dot product of the query with vector i.
@@ -127,16 +165,35 @@ func dotInt8(q []int32, x []int8) int32 {
 	x = x[:len(q)]
 	var s0, s1, s2, s3 int32
 	i := 0
-	for ; i+4 <= len(q); i += 4 {
-		s0 += q[i] * int32(x[i])
-		s1 += q[i+1] * int32(x[i+1])
-		s2 += q[i+2] * int32(x[i+2])
-		s3 += q[i+3] * int32(x[i+3])
+	for ; i+8 <= len(q); i += 8 {
+		qq, xx := q[i:i+8:i+8], x[i:i+8:i+8]
+		s0 += qq[0]*int32(xx[0]) + qq[4]*int32(xx[4])
+		s1 += qq[1]*int32(xx[1]) + qq[5]*int32(xx[5])
+		s2 += qq[2]*int32(xx[2]) + qq[6]*int32(xx[6])
+		s3 += qq[3]*int32(xx[3]) + qq[7]*int32(xx[7])
 	}
 	for ; i < len(q); i++ {
 		s0 += q[i] * int32(x[i])
 	}
 	return s0 + s1 + s2 + s3
+}
+
+// dot4Int8 is the dot product of q with four vectors at once, over the
+// query's nonzero values, loading each once for the four.
+func dot4Int8(q query, a, b, c, d []int8) (float64, float64, float64, float64) {
+	n := len(q.q)
+	a, b, c, d = a[:n], b[:n], c[:n], d[:n]
+	var sa, sb, sc, sd int32
+	vals := q.nzv[:len(q.nz)]
+	for k, j := range q.nz {
+		qj := vals[k]
+		sa += qj * int32(a[j])
+		sb += qj * int32(b[j])
+		sc += qj * int32(c[j])
+		sd += qj * int32(d[j])
+	}
+	const scale = 127 * 127
+	return float64(sa) / scale, float64(sb) / scale, float64(sc) / scale, float64(sd) / scale
 }
 
 // floatToHalf converts to IEEE 754 binary16, rounding to nearest even.
