@@ -179,3 +179,31 @@ func BenchmarkSearch100k(b *testing.B) {
 	clk.report(b)
 	b.ReportMetric(float64(x.Len()), "chunks")
 }
+
+// BenchmarkReopen100k is what every folder verb pays before it can search:
+// read the journal, decode the stored index and refresh it (unchanged).
+func BenchmarkReopen100k(b *testing.B) {
+	benchSetup(b)
+	c, err := ReadCorpus(bytes.NewReader(bench.journal), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stored := encode(b, build(b, c, Hash{}))
+	var clk opClock
+	for b.Loop() {
+		clk.start()
+		c, err := ReadCorpus(bytes.NewReader(bench.journal), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		old, problem := decodeStored(stored, Version)
+		if problem != "" {
+			b.Fatal(problem)
+		}
+		if _, rep, err := Refresh(ctx, old, c, Hash{}); err != nil || rep.Mode != ModeUnchanged {
+			b.Fatal(rep, err)
+		}
+		clk.stop()
+	}
+	clk.report(b)
+}
