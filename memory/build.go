@@ -3,8 +3,10 @@ package memory
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // How a Refresh brought an index up to date.
@@ -79,9 +81,10 @@ func Refresh(ctx context.Context, old *Index, c *Corpus, e Embedder) (*Index, *R
 		return nil, nil, err
 	}
 	chunks := c.Chunks()
+	sums := digests(chunks)
 	wm := c.Watermark()
 	rep := &Report{Chunks: len(chunks)}
-	reuse := plan(old, fp, c, wm, chunks, rep)
+	reuse := plan(old, fp, c, wm, chunks, sums, rep)
 	var todo []int
 	var texts []string
 	for i := range chunks {
@@ -108,7 +111,7 @@ func Refresh(ctx context.Context, old *Index, c *Corpus, e Embedder) (*Index, *R
 		byChunk[i] = vecs[j]
 	}
 	for i, ch := range chunks {
-		sum := textDigest(ch.Text)
+		sum := sums[i]
 		if o, ok := reuse[i]; ok {
 			x.pushFrom(ch, sum, old, o)
 			continue
@@ -122,7 +125,7 @@ func Refresh(ctx context.Context, old *Index, c *Corpus, e Embedder) (*Index, *R
 
 // plan decides what of old may be reused for chunks (chunk number → old
 // chunk number) and sets rep's Mode and Reason.
-func plan(old *Index, fp string, c *Corpus, wm Watermark, chunks []Chunk, rep *Report) map[int]int {
+func plan(old *Index, fp string, c *Corpus, wm Watermark, chunks []Chunk, sums []string, rep *Report) map[int]int {
 	rep.Mode = ModeFull
 	switch {
 	case old == nil:
@@ -140,7 +143,7 @@ func plan(old *Index, fp string, c *Corpus, wm Watermark, chunks []Chunk, rep *R
 	for i := range chunks {
 		ch := &chunks[i]
 		o, found := old.byKey[ch.key()]
-		same := found && old.docs[o].digest == textDigest(ch.Text)
+		same := found && old.docs[o].digest == sums[i]
 		if covers(old.wm, wm, ch) {
 			if !same {
 				rep.Reason = "the index's chunks do not match the journal its watermark names (" + sourceString(ch.Event, spanOf(ch)) + ")"
@@ -158,6 +161,23 @@ func plan(old *Index, fp string, c *Corpus, wm Watermark, chunks []Chunk, rep *R
 	}
 	rep.Mode = ModeIncremental
 	return reuse
+}
+
+// digests returns the text digest of each chunk, hashing on every core.
+func digests(chunks []Chunk) []string {
+	out := make([]string, len(chunks))
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(chunks)/1024))
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := len(chunks)*w/workers, len(chunks)*(w+1)/workers
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				out[i] = textDigest(chunks[i].Text)
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // covers reports whether chunk ch must already be in an index with

@@ -114,14 +114,24 @@ func appendString(out []byte, s string) []byte {
 // vectors Refresh may reuse. A stale index (no embedder) decodes to nil;
 // anything malformed is an error, which the caller treats as no index.
 func decode(b []byte) (*Index, error) {
-	if err := schema.CheckIndex(b, Version); err != nil {
-		return nil, fmt.Errorf("memory: index: %w", err)
-	}
+	// One strict pass, with schema.CheckIndex's rules: the frozen members
+	// only, version 2, a chunks array, embedder and watermark both set or
+	// both null (a test holds the two to the same verdicts).
 	var f fileIndex
-	if err := json.Unmarshal(b, &f); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("memory: index: %w", err)
 	}
-	if f.Embedder == nil {
+	if dec.More() {
+		return nil, fmt.Errorf("memory: index: data after the index")
+	}
+	switch {
+	case f.Version != Version || f.Chunks == nil:
+		return nil, fmt.Errorf("memory: index: want version 2 with a chunks array")
+	case (f.Embedder == nil) != (f.Watermark == nil):
+		return nil, fmt.Errorf("memory: index: embedder and watermark are both set or both null")
+	case f.Embedder == nil:
 		return nil, nil
 	}
 	meta := schema.Embedder{Name: f.Embedder.Name, Dims: f.Embedder.Dims, DType: f.Embedder.DType,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -218,5 +219,45 @@ func TestEmbedderFailures(t *testing.T) {
 	last := c.events[len(c.events)-1].ID
 	if len(rep.Failed) != 1 || rep.Failed[0].Event != last || !strings.Contains(err.Error(), last) {
 		t.Fatalf("the report must name the refused event %s: %+v, %v", last, rep.Failed, err)
+	}
+}
+
+// An edit of the working memory re-embeds only its chunks whose text
+// changed; the events' vectors are kept.
+func TestRefreshAfterWorkingMemoryEdit(t *testing.T) {
+	long := strings.Repeat("the gateway owns TLS termination and the billing job runs at noon. ", 80) // several spans
+	c, corpus := corpusOf(t, 8, long)
+	stored := encode(t, build(t, corpus, Hash{}))
+	edited := NewCorpus(c.events, []byte(long+"New: the mailer moved to port 2525.\n"))
+	x, rep := reopen(t, stored, edited, Hash{})
+	spans := len(WorkingMemoryChunks([]byte(long)))
+	if rep.Mode != ModeIncremental || rep.Embedded == 0 || rep.Embedded >= spans || spans < 3 {
+		t.Fatalf("want only the changed spans of %d embedded, got %+v", spans, rep)
+	}
+	if !bytes.Equal(encode(t, x), encode(t, build(t, edited, Hash{}))) {
+		t.Fatal("the refreshed index differs from a clean build")
+	}
+}
+
+// decode accepts exactly what schema.CheckIndex accepts at version 2.
+func TestDecodeAgreesWithCheckIndex(t *testing.T) {
+	_, corpus := corpusOf(t, 2, "wm")
+	good := string(encode(t, build(t, corpus, Hash{})))
+	for name, b := range map[string]string{
+		"built":             good,
+		"stale":             schema.StaleIndex,
+		"unknown member":    strings.Replace(good, `{"version":2,`, `{"version":2,"extra":1,`, 1),
+		"unknown in chunk":  strings.Replace(good, `"vector":`, `"x":1,"vector":`, 1),
+		"version 3":         strings.Replace(good, `{"version":2,`, `{"version":3,`, 1),
+		"chunks null":       `{"version":2,"embedder":null,"watermark":null,"chunks":null}`,
+		"half stale":        strings.Replace(good, `"watermark":{`, `"watermark":null,"w":{`, 1),
+		"not json":          `{"version":2,`,
+		"embedder only set": `{"version":2,"embedder":{"fingerprint":"x"},"watermark":null,"chunks":[]}`,
+	} {
+		_, err := decode([]byte(b))
+		want := schema.CheckIndex([]byte(b), 2)
+		if (err == nil) != (want == nil) && !(want == nil && strings.Contains(fmt.Sprint(err), "fingerprint")) {
+			t.Errorf("%s: decode says %v, CheckIndex %v", name, err, want)
+		}
 	}
 }
