@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/agentcapsule/capsule/schema"
 )
 
 // How a Refresh brought an index up to date.
@@ -76,27 +78,11 @@ func Build(ctx context.Context, c *Corpus, e Embedder) (*Index, *Report, error) 
 // otherwise every text is (ModeFull), with the Report's Reason saying why.
 // Like Build it returns an index or nothing.
 func Refresh(ctx context.Context, old *Index, c *Corpus, e Embedder) (*Index, *Report, error) {
-	meta, fp, err := Meta(e)
+	p, err := assess(old, c, e)
 	if err != nil {
 		return nil, nil, err
 	}
-	chunks := c.Chunks()
-	sums := digests(chunks)
-	wm := c.Watermark()
-	rep := &Report{Chunks: len(chunks)}
-	reuse := plan(old, fp, c, wm, chunks, sums, rep)
-	var todo []int
-	var texts []string
-	for i := range chunks {
-		if _, ok := reuse[i]; !ok {
-			todo = append(todo, i)
-			texts = append(texts, chunks[i].Text)
-		}
-	}
-	rep.Embedded, rep.Reused = len(texts), len(reuse)
-	if rep.Mode == ModeIncremental && len(texts) == 0 && old.wm.Equal(wm) {
-		rep.Mode = ModeUnchanged
-	}
+	meta, fp, chunks, sums, reuse, todo, texts, rep := p.meta, p.fp, p.chunks, p.sums, p.reuse, p.todo, p.texts, p.rep
 	vecs, failed, err := embedAll(ctx, e, meta.Dims, texts)
 	if err != nil {
 		return nil, rep, err
@@ -105,7 +91,7 @@ func Refresh(ctx context.Context, old *Index, c *Corpus, e Embedder) (*Index, *R
 		rep.Failed = failures(chunks, todo, failed)
 		return nil, rep, fmt.Errorf("%w: %d of %d (first: %s)", ErrIncomplete, len(failed), len(texts), rep.Failed[0].Source())
 	}
-	x := newIndex(meta, fp, wm, len(chunks))
+	x := newIndex(meta, fp, p.wm, len(chunks))
 	byChunk := make(map[int][]float32, len(todo))
 	for j, i := range todo {
 		byChunk[i] = vecs[j]
@@ -121,6 +107,42 @@ func Refresh(ctx context.Context, old *Index, c *Corpus, e Embedder) (*Index, *R
 		}
 	}
 	return x, rep, nil
+}
+
+// assessment is what a Refresh would do, before it embeds anything.
+type assessment struct {
+	meta   schema.Embedder
+	fp     string
+	wm     Watermark
+	chunks []Chunk
+	sums   []string
+	reuse  map[int]int // chunk number -> old chunk number
+	todo   []int       // the chunks to embed
+	texts  []string    // their texts
+	rep    *Report
+}
+
+// assess plans a Refresh of old against corpus c with e.
+func assess(old *Index, c *Corpus, e Embedder) (*assessment, error) {
+	meta, fp, err := Meta(e)
+	if err != nil {
+		return nil, err
+	}
+	p := &assessment{meta: meta, fp: fp, wm: c.Watermark(), chunks: c.Chunks()}
+	p.sums = digests(p.chunks)
+	p.rep = &Report{Chunks: len(p.chunks)}
+	p.reuse = plan(old, fp, c, p.wm, p.chunks, p.sums, p.rep)
+	for i := range p.chunks {
+		if _, ok := p.reuse[i]; !ok {
+			p.todo = append(p.todo, i)
+			p.texts = append(p.texts, p.chunks[i].Text)
+		}
+	}
+	p.rep.Embedded, p.rep.Reused = len(p.texts), len(p.reuse)
+	if p.rep.Mode == ModeIncremental && len(p.texts) == 0 && old.wm.Equal(p.wm) {
+		p.rep.Mode = ModeUnchanged
+	}
+	return p, nil
 }
 
 // plan decides what of old may be reused for chunks (chunk number → old

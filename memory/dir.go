@@ -97,7 +97,8 @@ type Stats struct {
 	Stale string `json:"stale,omitempty"`
 }
 
-// StatsOf describes the stored index of dir as e would find it. It writes nothing.
+// StatsOf describes the stored index of dir as e would find it. It writes
+// nothing and embeds nothing.
 func StatsOf(ctx context.Context, fsys vfs.FS, dir string, e Embedder) (*Stats, error) {
 	s, err := Load(fsys, dir)
 	if err != nil {
@@ -118,10 +119,11 @@ func StatsOf(ctx context.Context, fsys vfs.FS, dir string, e Embedder) (*Stats, 
 			st.EventChunks++
 		}
 	}
-	_, rep, err := Refresh(ctx, x, s.Corpus, e)
+	p, err := assess(x, s.Corpus, e) // what a refresh would do, without embedding
 	if err != nil {
 		return nil, err
 	}
+	rep := p.rep
 	st.Current = rep.Mode == ModeUnchanged
 	if !st.Current {
 		st.Stale = rep.Reason
