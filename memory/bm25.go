@@ -72,21 +72,20 @@ func (b *bm25) kill(doc int) {
 }
 
 // scores adds each live document's BM25 score for the query's tokens to
-// acc (indexed by document), and reports whether any document scored.
-func (b *bm25) scores(query string, acc []float64) bool {
+// acc (indexed by document, all zero on entry) and returns the documents
+// it touched, appended to touched.
+func (b *bm25) scores(query string, acc []float64, touched []int32) []int32 {
 	if b.nLive == 0 {
-		return false
+		return touched
 	}
 	avg := float64(b.lenLive) / float64(b.nLive)
-	seen := map[string]bool{}
-	any := false
+	seen := map[int32]bool{}
 	Tokenize(query, func(tok []byte) {
-		t := string(tok)
-		id, ok := b.terms[t]
-		if !ok || seen[t] {
+		id, ok := b.terms[string(tok)]
+		if !ok || seen[id] {
 			return
 		}
-		seen[t] = true
+		seen[id] = true
 		ps := b.postings[id]
 		df := 0
 		for _, p := range ps {
@@ -101,9 +100,11 @@ func (b *bm25) scores(query string, acc []float64) bool {
 			}
 			tf := float64(p.tf)
 			norm := bm25K1 * (1 - bm25B + bm25B*float64(b.lens[p.doc])/avg)
+			if acc[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
 			acc[p.doc] += idf * tf * (bm25K1 + 1) / (tf + norm)
-			any = true
 		}
 	})
-	return any
+	return touched
 }

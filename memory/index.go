@@ -38,6 +38,10 @@ type Index struct {
 	bm     *bm25
 	live   int
 	wmDocs []int // the live chunks of the working memory
+
+	lexAcc     []float64 // per-query scratch of lexical, all zero between queries
+	lexTouched []int32
+	vecScores  []float64
 }
 
 // doc is one chunk of the index with its text digest.

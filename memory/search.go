@@ -91,11 +91,18 @@ type ranked struct {
 }
 
 func (x *Index) lexical(query string, depth int) []ranked {
-	acc := make([]float64, len(x.docs))
-	if !x.bm.scores(query, acc) {
-		return nil
+	if len(x.lexAcc) < len(x.docs) {
+		x.lexAcc = make([]float64, len(x.docs))
 	}
-	return x.top(depth, func(i int) (float64, bool) { return acc[i], acc[i] > 0 })
+	acc := x.lexAcc
+	touched := x.bm.scores(query, acc, x.lexTouched[:0])
+	h := &rankHeap{x: x}
+	for _, d := range touched {
+		h.offer(ranked{int(d), acc[d]}, depth)
+		acc[d] = 0 // ready for the next query
+	}
+	x.lexTouched = touched
+	return h.sorted()
 }
 
 func (x *Index) vector(ctx context.Context, e Embedder, query string, depth int) ([]ranked, error) {
@@ -109,7 +116,8 @@ func (x *Index) vector(ctx context.Context, e Embedder, query string, depth int)
 	if len(vs) != 1 || len(vs[0]) != x.meta.Dims {
 		return nil, fmt.Errorf("memory: embed the query: no vector of %d values", x.meta.Dims)
 	}
-	scores := x.vec.scoreAll(x.vec.prepare(vs[0]), len(x.docs))
+	scores := x.vec.scoreAll(x.vec.prepare(vs[0]), len(x.docs), x.vecScores)
+	x.vecScores = scores
 	return x.top(depth, func(i int) (float64, bool) { return scores[i], true }), nil
 }
 
@@ -120,26 +128,32 @@ func (x *Index) top(n int, score func(i int) (float64, bool)) []ranked {
 		if !x.docs[i].live {
 			continue
 		}
-		s, ok := score(i)
-		if !ok {
-			continue
-		}
-		r := ranked{i, s}
-		if h.Len() < n {
-			heap.Push(h, r)
-		} else if x.better(r, h.rs[0]) {
-			h.rs[0] = r
-			heap.Fix(h, 0)
+		if s, ok := score(i); ok {
+			h.offer(ranked{i, s}, n)
 		}
 	}
-	out := h.rs
-	slices.SortFunc(out, func(a, b ranked) int {
-		if x.better(a, b) {
+	return h.sorted()
+}
+
+// offer keeps r if it is among the n best so far.
+func (h *rankHeap) offer(r ranked, n int) {
+	if h.Len() < n {
+		heap.Push(h, r)
+	} else if h.x.better(r, h.rs[0]) {
+		h.rs[0] = r
+		heap.Fix(h, 0)
+	}
+}
+
+// sorted returns the kept results, best first.
+func (h *rankHeap) sorted() []ranked {
+	slices.SortFunc(h.rs, func(a, b ranked) int {
+		if h.x.better(a, b) {
 			return -1
 		}
 		return 1
 	})
-	return out
+	return h.rs
 }
 
 // better orders results: higher score, then earlier source.

@@ -119,7 +119,7 @@ func TestScoreAllIsTheDotProduct(t *testing.T) {
 		v.add(HashVector(texts[i]))
 	}
 	q := v.prepare(HashVector("gateway port 8443"))
-	got := v.scoreAll(q, len(texts))
+	got := v.scoreAll(q, len(texts), nil)
 	for i := range texts {
 		if want := float64(dotInt8(q.q, v.q[i*HashDims:(i+1)*HashDims])) / (127 * 127); got[i] != want {
 			t.Fatalf("vector %d: %v, want %v", i, got[i], want)

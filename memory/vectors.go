@@ -124,9 +124,12 @@ func (v *vectors) prepare(x []float32) query {
 const parallelMin = 16384
 
 // scoreAll returns the dot product of the query with each of the first n
-// vectors.
-func (v *vectors) scoreAll(q query, n int) []float64 {
-	out := make([]float64, n)
+// vectors, in out when it is long enough.
+func (v *vectors) scoreAll(q query, n int, out []float64) []float64 {
+	if cap(out) < n {
+		out = make([]float64, n)
+	}
+	out = out[:n]
 	workers := min(runtime.GOMAXPROCS(0), max(1, n/parallelMin))
 	var wg sync.WaitGroup
 	for w := range workers {
