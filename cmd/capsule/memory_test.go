@@ -66,3 +66,36 @@ func TestMemoryVerbs(t *testing.T) {
 	mustCLI(t, "memory", "rebuild", dir, "--check")
 	mustCLI(t, "verify", dir)
 }
+
+// FORMAT §7.9, §11.7.2: after two diverged copies merge (capsule log merge
+// and apply), rebuilding either copy's index embeds only what it lacks and
+// gives the clean build's bytes, the same on both copies.
+func TestMemoryAfterMerge(t *testing.T) {
+	t.Setenv("CAPSULE_CONFIG_DIR", t.TempDir())
+	d := t.TempDir()
+	a, b := filepath.Join(d, "a"), filepath.Join(d, "b")
+	mustCLI(t, "init", a)
+	mustCLI(t, "log", "append", a, "--kind", "user", "--body", `{"text":"the shared history"}`)
+	mustCLI(t, "memory", "rebuild", a)
+	sh(t, nil, "cp", "-a", a, b)
+	mustCLI(t, "log", "append", a, "--kind", "user", "--body", `{"text":"written on copy a"}`)
+	t.Setenv("CAPSULE_CONFIG_DIR", t.TempDir()) // another machine ID
+	mustCLI(t, "log", "append", b, "--kind", "user", "--body", `{"text":"written on copy b"}`)
+	mustCLI(t, "memory", "rebuild", b)
+	merged := filepath.Join(d, "merged.jsonl")
+	mustCLI(t, "log", "merge", a, b, "-o", merged)
+	mustCLI(t, "log", "apply", a, merged)
+	mustCLI(t, "log", "apply", b, merged)
+	for _, dir := range []string{a, b} {
+		if out := mustCLI(t, "memory", "rebuild", dir); !strings.HasPrefix(out, "incremental rebuild: 3 chunks") {
+			t.Fatalf("rebuild of %s after the merge: %s", filepath.Base(dir), out)
+		}
+		mustCLI(t, "memory", "rebuild", dir, "--check")
+		mustCLI(t, "verify", dir)
+	}
+	ia, _ := os.ReadFile(filepath.Join(a, "memory", "vector_index", "index.json"))
+	ib, _ := os.ReadFile(filepath.Join(b, "memory", "vector_index", "index.json"))
+	if len(ia) == 0 || string(ia) != string(ib) {
+		t.Fatal("the two merged copies have different indexes")
+	}
+}
