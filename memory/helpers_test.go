@@ -15,12 +15,12 @@ var ctx = context.Background()
 // chat builds a journal on one machine: for each text a user message, an
 // assistant answer and a tool result, so every indexed kind appears.
 type chat struct {
-	t      *testing.T
+	t      testing.TB
 	w      *journal.Writer
 	events []journal.Event
 }
 
-func newChat(t *testing.T, machine string) *chat {
+func newChat(t testing.TB, machine string) *chat {
 	return &chat{t: t, w: journal.NewWriter(machine)}
 }
 
