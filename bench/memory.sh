@@ -14,7 +14,8 @@
 # and prints, per benchmark, the median over rounds of each round's median
 # wall and CPU milliseconds per operation (CPU: user + system of the whole
 # process), index.json's bytes per chunk beyond the text digests (<= 512),
-# and the process's peak RSS (/usr/bin/time -v), then recall@10 on the
+# the process's peak RSS (/usr/bin/time -v; it includes the benchmark's own
+# 100k-event journal) and the index's live heap, then recall@10 on the
 # committed labelled set for the default and each of its parts.
 # No other tool is compared: no index of the same kind runs here offline
 # (see /work/shared/reference/memory-index.md); the figures are against the
@@ -44,7 +45,8 @@ awk '
 function metric(name,   i) { for (i = 1; i < NF; i++) if ($(i+1) == name) return $i; return "" }
 { b = $1; n[b]++; w[b, n[b]] = metric("p50-wall-ms"); c[b, n[b]] = metric("p50-cpu-ms")
   r[b, n[b]] = substr($3, 8); if (metric("B/chunk-beyond-digests") != "") bpc[b] = metric("B/chunk-beyond-digests")
-  if (metric("MiB-index.json") != "") mib[b] = metric("MiB-index.json") }
+  if (metric("MiB-index.json") != "") mib[b] = metric("MiB-index.json")
+  if (metric("MiB-index-heap") != "") heap = metric("MiB-index-heap") }
 function med(a, b, k,   i, j, t, v) { for (i = 1; i <= k; i++) v[i] = a[b, i] + 0
   for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
   return v[int((k + 1) / 2)] }
@@ -53,5 +55,6 @@ END {
   split("Index100k AddStep Search100k Reopen100k", order, " ")
   for (o = 1; o <= 4; o++) { b = order[o]; printf "%-12s %12.3f %12.3f %12.1f\n", b, med(w, b, n[b]), med(c, b, n[b]), med(r, b, n[b]) / 1024 }
   printf "index.json: %.1f MiB for 100,000 chunks, %s bytes per chunk beyond the text digests\n", mib["Index100k"], bpc["Index100k"]
+  printf "live heap of the 100k index in memory (chunks, texts, vectors, BM25): %.1f MiB\n", heap
 }' "$tmp/all"
 go test ./memory -run 'TestRecallOnLabelledSet' -v -count=1 | grep -E 'labelled set|recall@10'

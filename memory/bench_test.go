@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -126,12 +127,23 @@ func BenchmarkIndex100k(b *testing.B) {
 var benchIndex struct {
 	once sync.Once
 	x    *Index
+	heap uint64 // live heap the index (with its corpus texts) holds
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
 
 func benchIndexed(b *testing.B) *Index {
 	benchSetup(b)
 	benchIndex.once.Do(func() {
+		before := heapInUse()
 		benchIndex.x = build(b, NewCorpus(bench.events, []byte("# notes\nkeep the gateway on 8443\n")), Hash{})
+		benchIndex.heap = heapInUse() - before
 	})
 	return benchIndex.x
 }
@@ -178,6 +190,7 @@ func BenchmarkSearch100k(b *testing.B) {
 	}
 	clk.report(b)
 	b.ReportMetric(float64(x.Len()), "chunks")
+	b.ReportMetric(float64(benchIndex.heap)/(1<<20), "MiB-index-heap")
 }
 
 // BenchmarkReopen100k is what every folder verb pays before it can search:
