@@ -82,29 +82,26 @@ func Refresh(ctx context.Context, old *Index, c *Corpus, e Embedder) (*Index, *R
 	if err != nil {
 		return nil, nil, err
 	}
-	meta, fp, chunks, sums, reuse, todo, texts, rep := p.meta, p.fp, p.chunks, p.sums, p.reuse, p.todo, p.texts, p.rep
-	vecs, failed, err := embedAll(ctx, e, meta.Dims, texts)
+	rep := p.rep
+	vecs, failed, err := embedAll(ctx, e, p.meta.Dims, p.texts)
 	if err != nil {
 		return nil, rep, err
 	}
 	if len(failed) > 0 {
-		rep.Failed = failures(chunks, todo, failed)
-		return nil, rep, fmt.Errorf("%w: %d of %d (first: %s)", ErrIncomplete, len(failed), len(texts), rep.Failed[0].Source())
+		rep.Failed = failures(p.chunks, p.todo, failed)
+		return nil, rep, fmt.Errorf("%w: %d of %d (first: %s)", ErrIncomplete, len(failed), len(p.texts), rep.Failed[0].Source())
 	}
-	x := newIndex(meta, fp, p.wm, len(chunks))
-	byChunk := make(map[int][]float32, len(todo))
-	for j, i := range todo {
+	x := newIndex(p.meta, p.fp, p.wm, len(p.chunks))
+	byChunk := make(map[int][]float32, len(p.todo))
+	for j, i := range p.todo {
 		byChunk[i] = vecs[j]
 	}
-	for i, ch := range chunks {
-		sum := sums[i]
-		if o, ok := reuse[i]; ok {
-			x.pushFrom(ch, sum, old, o)
+	for i, ch := range p.chunks {
+		if o, ok := p.reuse[i]; ok {
+			x.pushFrom(ch, p.sums[i], old, o)
 			continue
 		}
-		if err := x.push(ch, sum, byChunk[i], ""); err != nil {
-			return nil, rep, err
-		}
+		x.push(ch, p.sums[i], byChunk[i])
 	}
 	return x, rep, nil
 }

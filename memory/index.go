@@ -118,17 +118,10 @@ func newIndex(meta schema.Embedder, fp string, wm Watermark, n int) *Index {
 		vec: newVectors(meta.Dims, meta.DType, n), bm: newBM25()}
 }
 
-// push appends a chunk and its vector.
-func (x *Index) push(c Chunk, sum string, vec []float32, stored string) error {
-	if stored != "" {
-		if err := x.vec.addStored(stored); err != nil {
-			return err
-		}
-	} else {
-		x.vec.add(vec)
-	}
+// push appends a chunk and its vector as the embedder computed it.
+func (x *Index) push(c Chunk, sum string, vec []float32) {
+	x.vec.add(vec)
 	x.appendDoc(c, sum)
-	return nil
 }
 
 // appendDoc records chunk c, whose vector was just appended.

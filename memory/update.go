@@ -56,9 +56,7 @@ func (x *Index) Add(ctx context.Context, e Embedder, events []journal.Event, wm 
 		x.kill(i)
 	}
 	for i, ch := range add {
-		if err := x.push(ch, textDigest(ch.Text), vecs[i], ""); err != nil {
-			return rep, err // cannot happen: push fails only on stored vectors
-		}
+		x.push(ch, textDigest(ch.Text), vecs[i])
 	}
 	x.wm.Events += int64(len(events))
 	x.wm.Heads = heads
