@@ -74,6 +74,10 @@ func hostAndMoveFixture(t *testing.T, release string) {
 		}
 	}
 
+	waiting, call := waitingFixture(t, exp)
+	if waiting != "" {
+		checkWaiting(t, a, waiting, call)
+	}
 	moves := 0
 	for id, st := range now[a] {
 		if st.State == api.StateRunning {
@@ -88,6 +92,9 @@ func hostAndMoveFixture(t *testing.T, release string) {
 			moveFixtureAgent(t, b, a, id, filepath.Join(exp, "b", id, "log.jsonl"))
 			moves++
 		}
+	}
+	if waiting != "" {
+		checkWaiting(t, b, waiting, call) // it waits for the same call after its move
 	}
 	t.Logf("%s: %d agents listed on A, %d on B; %d moved", release, len(now[a]), len(now[b]), moves)
 	if moves == 0 {
@@ -175,4 +182,45 @@ func settledList(t *testing.T, n *releaseNode) map[string]api.AgentStatus {
 	}
 	t.Fatalf("%s: agents did not settle:\n%s", n.dir, last)
 	return nil
+}
+
+// waitingFixture returns the agent a release left waiting for an approval
+// (ids.json "waiting", from 0.3.0) and the call it waits on, as the
+// release's status printed it; "" when the release's fixtures have none.
+func waitingFixture(t *testing.T, exp string) (id, call string) {
+	t.Helper()
+	var ids struct {
+		Waiting string `json:"waiting"`
+	}
+	b, err := os.ReadFile(filepath.Join(exp, "ids.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &ids); err != nil {
+		t.Fatalf("ids.json: %v", err)
+	}
+	if ids.Waiting == "" {
+		return "", ""
+	}
+	var st api.AgentStatus
+	b, err = os.ReadFile(filepath.Join(exp, "waiting-status.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil || len(st.Waiting) != 1 {
+		t.Fatalf("waiting-status.json: %v, %d calls waiting; want one", err, len(st.Waiting))
+	}
+	return ids.Waiting, st.Waiting[0].CallID
+}
+
+// checkWaiting checks that agent id on n waits for the approval of call.
+func checkWaiting(t *testing.T, n *releaseNode, id, call string) {
+	t.Helper()
+	var st api.AgentStatus
+	if err := json.Unmarshal([]byte(n.cli(t, "agent", "status", id, "--json", "--data", n.dir)), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Waiting) != 1 || st.Waiting[0].CallID != call {
+		t.Errorf("agent %s on %s waits for %+v, want call %s, as the fixture's release left it", id, n.dir, st.Waiting, call)
+	}
 }
