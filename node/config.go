@@ -72,6 +72,12 @@ type Config struct {
 	// Sandbox runs the processes tools start; nil: the sandbox this
 	// process probes on first use (package sandbox).
 	Sandbox *sandbox.Sandbox
+	// DiscardRefused is the node's policy at restore (--discard-refused):
+	// an agent whose resume the checks of FORMAT §11.9 refuse is discarded
+	// instead of blocked when FORMAT §11.9.4 allows its discard (an
+	// ephemeral spec, no approval, usage within the bound, no external
+	// effect); otherwise it is blocked as without the policy.
+	DiscardRefused bool
 	// AllowUnsandboxed lets an agent whose spec says sandbox: none run its
 	// tools' processes without a sandbox (--allow-unsandboxed).
 	AllowUnsandboxed bool
