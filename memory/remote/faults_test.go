@@ -55,6 +55,20 @@ func TestRetriesTransientStatus(t *testing.T) {
 	}
 }
 
+// A Retry-After beyond Config.Retry.MaxRetryAfter ends the call at once
+// with the provider's 429 and its Retry-After, for every provider.
+func TestRetryAfterTooLong(t *testing.T) {
+	for _, p := range providers {
+		s := serve(t, sim.Config{})
+		s.SetEmbedFaults(sim.EmbedFaults{Status: 429, RetryAfter: "5"})
+		_, err := embedder(t, p, s.URL, nil).Embed(context.Background(), texts)
+		var pe *provider.Error
+		if !errors.As(err, &pe) || pe.Status != 429 || pe.RetryAfter != 5*time.Second || len(s.Requests()) != 1 {
+			t.Errorf("%s: err = %v after %d requests, want a 429 with Retry-After 5s after 1", p, err, len(s.Requests()))
+		}
+	}
+}
+
 // A text the provider refuses alone (OpenAI: past 8192 tokens) and an
 // empty text are reported by index in an EmbedError; the others are
 // embedded, the refused batch bisected to find the text.
