@@ -173,6 +173,31 @@ func TestContextCancel(t *testing.T) {
 	}
 }
 
+// Cancelling a request in flight (the endpoint holds it) ends the call
+// with the context's error, for every provider.
+func TestCancelInFlight(t *testing.T) {
+	for _, p := range providers {
+		hold := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		s := serve(t, sim.Config{})
+		s.SetEmbedFaults(sim.EmbedFaults{Hold: hold})
+		e := embedder(t, p, s.URL, nil)
+		done := make(chan error, 1)
+		go func() {
+			_, err := e.Embed(ctx, texts)
+			done <- err
+		}()
+		for s.EmbeddedTexts() == 0 { // admitted: the request is held
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: err = %v, want context.Canceled", p, err)
+		}
+		close(hold)
+	}
+}
+
 // The key never appears in an error or a log line: not when the provider
 // quotes it in a refusal, not in a status, transport, malformed or
 // cancelled failure, not in a per-text refusal.

@@ -48,6 +48,18 @@ type EmbedFaults struct {
 	Unauthorized bool
 	// Corrupt spoils every successful answer.
 	Corrupt Corruption
+	// Hold, when set, holds every valid request until it is closed or the
+	// client goes away (then nothing is answered), so a test can cancel
+	// a request in flight.
+	Hold <-chan struct{}
+}
+
+// verdict is what the faults make of one valid request.
+type verdict struct {
+	status     int // a fault status to answer instead, 0 for none
+	retryAfter string
+	corrupt    Corruption
+	hold       <-chan struct{}
 }
 
 // embedState is a server's fault settings and its count of texts
@@ -75,20 +87,22 @@ func (s *Server) EmbeddedTexts() int {
 	return s.emb.served
 }
 
-// admit decides whether a valid request of n texts is answered: it
-// returns the fault status to answer instead (0 for none), the
-// Retry-After to send, and the corruption to apply.
-func (e *embedState) admit(n int) (int, string, Corruption) {
+// admit decides how a valid request of n texts is answered, and counts
+// its texts as embedded when they will be.
+func (e *embedState) admit(n int) verdict {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	f := e.faults
-	if f.Unauthorized {
-		return http.StatusUnauthorized, "", ""
-	}
-	if f.Status != 0 && e.served+n > f.FailAfter && (f.Times <= 0 || e.failed < f.Times) {
+	v := verdict{hold: f.Hold}
+	switch {
+	case f.Unauthorized:
+		v.status = http.StatusUnauthorized
+	case f.Status != 0 && e.served+n > f.FailAfter && (f.Times <= 0 || e.failed < f.Times):
 		e.failed++
-		return f.Status, f.RetryAfter, ""
+		v.status, v.retryAfter = f.Status, f.RetryAfter
+	default:
+		e.served += n
+		v.corrupt = f.Corrupt
 	}
-	e.served += n
-	return 0, "", f.Corrupt
+	return v
 }

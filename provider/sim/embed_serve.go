@@ -46,34 +46,21 @@ type embedAPI struct {
 // handleEmbed serves one embeddings request: it checks it against the
 // provider's rules, applies the faults, and answers the vectors.
 func (s *Server) handleEmbed(w http.ResponseWriter, r *http.Request, e embedAPI) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	req := Request{API: e.api, Path: r.URL.Path, Body: logBody(body)}
-	req.Digest = digestOf(e.api, "", false, body)
-	if err != nil {
-		status := http.StatusBadRequest
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		s.refuseEmbed(w, req, Violation{Status: status, Message: "capsule-sim: read request: " + err.Error()}, "")
-		return
-	}
-	var v map[string]any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		s.refuseEmbed(w, req, Violation{Status: http.StatusBadRequest, Message: parseMessage(e.api, err)}, "")
-		return
-	}
-	job, bad := e.parse(r, v)
-	req.Model = job.model
+	job, req, bad := readEmbed(w, r, e)
 	if bad != nil {
 		s.refuseEmbed(w, req, *bad, "")
 		return
 	}
-	status, retryAfter, corrupt := s.emb.admit(len(job.items))
-	if status != 0 {
-		s.refuseEmbed(w, req, faultViolation(e.api, status, requestKey(r)), retryAfter)
+	v := s.emb.admit(len(job.items))
+	if v.hold != nil {
+		select {
+		case <-v.hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if v.status != 0 {
+		s.refuseEmbed(w, req, faultViolation(e.api, v.status, requestKey(r)), v.retryAfter)
 		return
 	}
 	vecs := make([][]float32, len(job.items))
@@ -82,7 +69,31 @@ func (s *Server) handleEmbed(w http.ResponseWriter, r *http.Request, e embedAPI)
 	}
 	req.Status = http.StatusOK
 	s.record(req)
-	e.write(w, job, vecs, corrupt)
+	e.write(w, job, vecs, v.corrupt)
+}
+
+// readEmbed reads and checks a request; it returns the job, the request's
+// log entry, and the first rule it breaks (nil if none).
+func readEmbed(w http.ResponseWriter, r *http.Request, e embedAPI) (embedJob, Request, *Violation) {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	req := Request{API: e.api, Path: r.URL.Path, Body: logBody(raw), Digest: digestOf(e.api, "", false, raw)}
+	if err != nil {
+		status := http.StatusBadRequest // a body cut off mid-read
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		return embedJob{}, req, &Violation{Status: status, Message: "capsule-sim: read request: " + err.Error()}
+	}
+	var body map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&body); err != nil {
+		return embedJob{}, req, &Violation{Status: http.StatusBadRequest, Message: parseMessage(e.api, err)}
+	}
+	job, bad := e.parse(r, body)
+	req.Model = job.model
+	return job, req, bad
 }
 
 func parseMessage(api render.API, err error) string {
