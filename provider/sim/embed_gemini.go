@@ -8,9 +8,9 @@ import (
 
 // Gemini's limits on embedContent and batchEmbedContents: at most 100
 // requests in one batch (the API's error "at most 100 requests can be in
-// one batch"), input cut to the model's 2,048-token limit
-// (gemini-embedding-001's documented input limit; the Gemini API
-// truncates longer input rather than refusing it).
+// one batch"), and gemini-embedding-001's documented 2,048-token input
+// limit. What the Gemini API does with longer input is not documented;
+// the simulator cuts it, as Vertex AI's autoTruncate (default true) does.
 const (
 	geminiMaxBatch     = 100
 	geminiInputTokens  = 2048
