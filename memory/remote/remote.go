@@ -87,7 +87,8 @@ type backend interface {
 
 // New returns the embedder cfg chooses, calling it with key (empty for
 // an endpoint that takes none; Gemini requires one, since its SDK would
-// otherwise read GEMINI_API_KEY from the environment).
+// otherwise read GEMINI_API_KEY from the environment). The embedder holds
+// no state between calls and is safe for concurrent use.
 func New(cfg Config, key string) (memory.Embedder, error) {
 	dims, sent, err := resolveDims(cfg)
 	if err != nil {
