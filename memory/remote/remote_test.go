@@ -212,3 +212,23 @@ func TestNewRefuses(t *testing.T) {
 		t.Errorf("an unknown model with dims: %v", err)
 	}
 }
+
+// One embedder serves concurrent calls (run with -race).
+func TestConcurrentEmbed(t *testing.T) {
+	for _, p := range providers {
+		s := serve(t, sim.Config{})
+		e := embedder(t, p, s.URL, func(c *remote.Config) { c.Batch = 2 })
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				_, err := e.Embed(context.Background(), texts)
+				errs <- err
+			}()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Errorf("%s: %v", p, err)
+			}
+		}
+	}
+}
