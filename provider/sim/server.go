@@ -158,13 +158,13 @@ func (s *Server) serveGet(w http.ResponseWriter, p string) {
 		writeJSON(w, http.StatusOK, s.Requests())
 	case "/v1/models", "/models":
 		var data []any
-		for _, m := range Models {
+		for _, m := range append(append([]string(nil), Models...), EmbedModels...) {
 			data = append(data, map[string]any{"id": m, "object": "model", "created": created, "owned_by": "capsule-sim"})
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 	case "/api/tags":
 		var ms []any
-		for _, m := range Models {
+		for _, m := range append(append([]string(nil), Models...), EmbedModels...) {
 			ms = append(ms, map[string]any{"name": m, "model": m, "modified_at": createdText, "size": 0})
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"models": ms})
