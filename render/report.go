@@ -24,6 +24,9 @@ type Report struct {
 	DroppedEvents int `json:"dropped_events"`
 	// Digest is the text that stands in for the dropped units.
 	Digest string `json:"digest,omitempty"`
+	// WorkingMemory is the size in bytes of the working memory pinned
+	// after the instructions (0: no block; Target.WorkingMemory).
+	WorkingMemory int `json:"working_memory,omitempty"`
 	// Synthesized lists the calls that got an error result because the
 	// journal holds none.
 	Synthesized []CallNote `json:"synthesized,omitempty"`
