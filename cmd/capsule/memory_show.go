@@ -31,8 +31,9 @@ the instructions (FORMAT §6.4). The text is printed as it is stored, so
 memory prints nothing. --json prints the agent, the size in bytes, the cap
 (the spec's memory.working_max_bytes), the digest and the text.
 
-An argument that names an existing directory is a capsule folder (read
-offline, checked against its manifest); anything else is an agent ID.`,
+An argument that names an existing directory, or holds a "/", is a capsule
+folder (read offline, checked against its manifest); anything else is an
+agent ID.`,
 		Example: "  capsule memory show ./agent\n" +
 			"  capsule memory show 01J... --data ~/capsule-a\n" +
 			"  capsule memory show 01J... --data ~/capsule-a --json",

@@ -105,3 +105,26 @@ func TestMemoryShowAgent(t *testing.T) {
 		t.Errorf("unknown agent: exit %d, %s", code, errOut)
 	}
 }
+
+// `capsule render DIR` prints the request as it would be sent: with the
+// folder's working memory pinned after the instructions (FORMAT §6.4).
+func TestRenderCarriesWorkingMemory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "agent")
+	mustCLI(t, "init", dir)
+	mustCLI(t, "log", "append", dir, "--kind", "user", "--body", `{"text":"hi"}`)
+	args := []string{"render", dir, "--provider", "openai-chat", "--model", "gpt-4.1"}
+	if out := mustCLI(t, args...); strings.Contains(out, "Working memory") {
+		t.Errorf("an empty working memory rendered a block:\n%s", out)
+	}
+	setWorkingMemory(t, dir, "- say hello back\n", 0)
+	out := mustCLI(t, args...)
+	var body struct {
+		Messages []struct{ Role, Content string }
+	}
+	if err := json.Unmarshal([]byte(out), &body); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(body.Messages) != 2 || body.Messages[0].Role != "system" || body.Messages[0].Content != "Working memory (your notes; edit them with the memory tool):\n- say hello back\n" || body.Messages[1].Content != "hi" {
+		t.Errorf("render: %+v", body.Messages)
+	}
+}
