@@ -97,6 +97,10 @@ func TestWorkingMemoryPlace(t *testing.T) {
 		if r.report.WorkingMemory != len(notes) {
 			t.Errorf("%s: report says %d bytes of working memory, want %d", tg.API, r.report.WorkingMemory, len(notes))
 		}
+		var text strings.Builder
+		if err := r.report.WriteText(&text); err != nil || !strings.Contains(text.String(), "working memory: 38 bytes, pinned after the instructions\n") {
+			t.Errorf("%s: report text %q (%v)", tg.API, text.String(), err)
+		}
 	}
 }
 

@@ -174,6 +174,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Digest != "" {
 		fmt.Fprintf(&b, "digest: %s\n", r.Digest)
 	}
+	if r.WorkingMemory > 0 {
+		fmt.Fprintf(&b, "working memory: %d bytes, pinned after the instructions\n", r.WorkingMemory)
+	}
 	for _, s := range r.Synthesized {
 		fmt.Fprintf(&b, "synthesized error result: %s (%s)\n", s.CallID, s.Name)
 	}
