@@ -73,7 +73,11 @@ func (s *Spec) checkMemory(add func(string, error)) {
 	} else if e.Model == "" {
 		add(where+"/model", fmt.Errorf("embedder provider %s needs a model", e.Provider))
 	}
-	if e.Secret != "" && !slices.Contains(s.Secrets, e.Secret) {
+	switch r := CredentialReason(e.Secret); {
+	case e.Secret == "":
+	case r != "": // a value where the name belongs: never repeat it
+		add(where+"/secret", &SecretValueError{Name: "embedder secret (give the NAME of a secret, never its value)", Reason: r})
+	case !slices.Contains(s.Secrets, e.Secret):
 		add(where+"/secret", fmt.Errorf("the embedder's secret %s is not declared in secrets; declare it (capsule env secret add DIR %s)", e.Secret, e.Secret))
 	}
 	if r := CredentialReason(e.URL); e.URL != "" && r != "" {
