@@ -1,0 +1,103 @@
+package authority
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// The move's transactions, built on an Authority's three calls alone.
+// Each is one compare-and-swap on the agent's key after one read; a caller
+// that already holds the current Entry (read before the freeze, say) saves
+// the read by calling CompareAndSwap itself with the same next value.
+
+// Create records a new agent held by node at epoch 1 (PROTOCOL §2: a new
+// agent starts at epoch 1 on the node that creates it). It fails with a
+// *ConflictError if the agent already has a key.
+func Create(ctx context.Context, a Authority, agent, node string) (Entry, error) {
+	return a.Put(ctx, agent, Holding{Node: node, Epoch: 1, State: Held})
+}
+
+// Activate is the move's point of no return: (source, e) → (target, e+1)
+// in one compare-and-swap. It fails with a *ConflictError if the key does
+// not hold source at e (held or moving), and with an
+// *UnknownOutcomeError if the reply was lost: then call Settle.
+func Activate(ctx context.Context, a Authority, agent, source string, e uint64, target string) (Entry, error) {
+	return advance(ctx, a, agent, source, e, Holding{Node: target, Epoch: e + 1, State: Held})
+}
+
+// Burn fences a move that did not commit: (source, e) → (source, e+1), so
+// that a late activate of epoch e+1 from source fails, and the source
+// resumes at e+1. It fails like Activate.
+func Burn(ctx context.Context, a Authority, agent, source string, e uint64) (Entry, error) {
+	return advance(ctx, a, agent, source, e, Holding{Node: source, Epoch: e + 1, State: Held})
+}
+
+// Mark sets the state of (node, e) without changing holder or epoch: Moving
+// while a move is in flight, Held again after it, Removed to end the agent.
+func Mark(ctx context.Context, a Authority, agent, node string, e uint64, s State) (Entry, error) {
+	return advance(ctx, a, agent, node, e, Holding{Node: node, Epoch: e, State: s})
+}
+
+// advance reads the key and swaps it for next if it holds node at e in a
+// state a move may leave.
+func advance(ctx context.Context, a Authority, agent, node string, e uint64, next Holding) (Entry, error) {
+	cur, err := a.Get(ctx, agent)
+	if errors.Is(err, ErrNotFound) {
+		return Entry{}, &ConflictError{Agent: agent, Expect: Holding{Node: node, Epoch: e, State: Held}, Absent: true}
+	}
+	if err != nil {
+		return Entry{}, err
+	}
+	if cur.Node != node || cur.Epoch != e || cur.State == Removed {
+		return Entry{}, &ConflictError{Agent: agent, Expect: Holding{Node: node, Epoch: e, State: Held}, Now: cur}
+	}
+	return a.CompareAndSwap(ctx, agent, cur, next)
+}
+
+// Outcome is how Settle ended an ambiguous activate.
+type Outcome string
+
+// The outcomes of Settle.
+const (
+	// Committed: the target holds e+1; the source retires.
+	Committed Outcome = "committed"
+	// Burned: the source burned e+1 and holds it; it resumes at e+1.
+	Burned Outcome = "burned"
+	// Superseded: the key holds neither; someone else moved the agent.
+	// The source stays frozen and an operator decides (PROTOCOL R9).
+	Superseded Outcome = "superseded"
+)
+
+// Settle resolves the ambiguous moment after an activate of (source, e) →
+// (target, e+1) whose reply was lost: it reads the key instead of asking
+// the target. If the target holds e+1 the move committed; if the source
+// still holds e it burns e+1 (a later activate then fails); otherwise the
+// agent was superseded. A burn whose own reply is lost is read again, so
+// Settle returns only a known outcome or the read's error.
+func Settle(ctx context.Context, a Authority, agent, source string, e uint64, target string) (Outcome, Entry, error) {
+	for {
+		cur, err := a.Get(ctx, agent)
+		if err != nil {
+			return "", Entry{}, fmt.Errorf("authority: settle %s: %w", agent, err)
+		}
+		switch {
+		case cur.Node == target && cur.Epoch == e+1 && cur.State != Removed:
+			return Committed, cur, nil
+		case cur.Node == source && cur.Epoch == e+1 && cur.State != Removed:
+			return Burned, cur, nil // an earlier burn of ours landed
+		case cur.Node != source || cur.Epoch != e || cur.State == Removed:
+			return Superseded, cur, nil
+		}
+		next, err := a.CompareAndSwap(ctx, agent, cur, Holding{Node: source, Epoch: e + 1, State: Held})
+		if err == nil {
+			return Burned, next, nil
+		}
+		if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrUnknownOutcome) {
+			return "", Entry{}, fmt.Errorf("authority: settle %s: %w", agent, err)
+		}
+		if ctx.Err() != nil {
+			return "", Entry{}, fmt.Errorf("authority: settle %s: %w", agent, ctx.Err())
+		}
+	}
+}
