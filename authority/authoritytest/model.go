@@ -10,14 +10,26 @@ import (
 
 // Key is the state of one agent's key in the register model: what it
 // holds and the revision of its last write. The stored bytes are left
-// out: equal holdings written by one release are equal bytes.
+// out: equal holdings written by one release are equal bytes. A Floating
+// key is the result of a swap whose outcome was unknown: its revision is
+// some value above Revision, learnt from the next read or conflict.
 type Key struct {
 	authority.Holding
 	Revision int64
+	Floating bool
 }
 
 // KeyOf returns the model's view of e.
 func KeyOf(e authority.Entry) Key { return Key{Holding: e.Holding, Revision: e.Revision} }
+
+// matches reports whether k, as a reply reported it, can be the key's
+// exact value when the model's state is s.
+func (s Key) matches(k Key) bool {
+	if s.Floating {
+		return !k.Floating && k.Holding == s.Holding && k.Revision > s.Revision
+	}
+	return k == s
+}
 
 // Input is one call on the key: a Get, or a CompareAndSwap of Expect for
 // Next.
@@ -28,42 +40,62 @@ type Input struct {
 }
 
 // Output is what the call returned: for a Get, the key (OK); for a swap,
-// OK and the new key, or not OK and the key the conflict carried.
+// OK and the new key, or not OK and the key the conflict carried, or
+// Unknown when its reply was lost.
 type Output struct {
-	OK  bool
-	Now Key
+	OK      bool
+	Unknown bool
+	Now     Key
 }
 
-// Model is the sequential specification of an agent's key: a register
-// with compare-and-swap on (value, revision), whose revisions only grow.
-// A successful swap takes any revision above the last one (the store
-// assigns it); the model adopts the one the call returned.
-var Model = porcupine.Model{
-	Init: func() any { return Key{} },
-	Step: func(state, input, output any) (bool, any) {
-		s, in, out := state.(Key), input.(Input), output.(Output)
-		if !in.CAS {
-			return out.OK && out.Now == s, s
+// step is the sequential specification of an agent's key: a register with
+// compare-and-swap on (value, revision), whose revisions only grow. A
+// swap takes any revision above the one it replaced (the store assigns
+// it); a swap of unknown outcome may or may not have happened.
+func step(state, input, output any) []any {
+	s, in, out := state.(Key), input.(Input), output.(Output)
+	switch {
+	case !in.CAS:
+		if out.OK && s.matches(out.Now) {
+			return []any{out.Now}
 		}
-		if in.Expect != s {
-			return !out.OK && out.Now == s, s
+	case out.Unknown:
+		states := []any{s}
+		if s.matches(in.Expect) {
+			states = append(states, Key{Holding: in.Next, Revision: in.Expect.Revision, Floating: true})
 		}
-		ok := out.OK && out.Now.Holding == in.Next && out.Now.Revision > s.Revision
-		return ok, out.Now
-	},
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(Input), output.(Output)
-		if !in.CAS {
-			return fmt.Sprintf("get → %s r%d", out.Now.Holding, out.Now.Revision)
+		return states
+	case out.OK:
+		if s.matches(in.Expect) && out.Now.Holding == in.Next && out.Now.Revision > in.Expect.Revision {
+			return []any{out.Now}
 		}
-		return fmt.Sprintf("cas %s r%d → %s: ok=%v now %s r%d", in.Expect.Holding, in.Expect.Revision, in.Next, out.OK, out.Now.Holding, out.Now.Revision)
-	},
+	default: // a conflict carries the key as it was, which is not what was expected
+		if s.matches(out.Now) && out.Now != in.Expect {
+			return []any{out.Now}
+		}
+	}
+	return nil
 }
 
-// InitModel returns Model starting from the key k (created before the
-// history began).
+func describe(input, output any) string {
+	in, out := input.(Input), output.(Output)
+	if !in.CAS {
+		return fmt.Sprintf("get → %s r%d", out.Now.Holding, out.Now.Revision)
+	}
+	res := fmt.Sprintf("ok=%v now %s r%d", out.OK, out.Now.Holding, out.Now.Revision)
+	if out.Unknown {
+		res = "unknown"
+	}
+	return fmt.Sprintf("cas %s r%d → %s: %s", in.Expect.Holding, in.Expect.Revision, in.Next, res)
+}
+
+// InitModel returns the model of a key that holds k when the history
+// begins (created before it).
 func InitModel(k Key) porcupine.Model {
-	m := Model
-	m.Init = func() any { return k }
-	return m
+	nm := porcupine.NondeterministicModel{
+		Init:              func() []any { return []any{k} },
+		Step:              step,
+		DescribeOperation: describe,
+	}
+	return nm.ToModel()
 }

@@ -14,6 +14,7 @@ var (
 	a2 = authority.Holding{Node: "n1", Epoch: 2, State: authority.Held}
 	b2 = authority.Holding{Node: "n0", Epoch: 2, State: authority.Held}
 	k2 = authoritytest.Key{Holding: a2, Revision: 2}
+	b3 = authority.Holding{Node: "n2", Epoch: 3, State: authority.Held}
 )
 
 func op(client int, call, ret int64, in authoritytest.Input, out authoritytest.Output) porcupine.Operation {
@@ -49,6 +50,20 @@ func TestModelRefusesBadHistories(t *testing.T) {
 			op(0, 1, 4, cas(a2), authoritytest.Output{OK: true, Now: k2}),
 			op(1, 2, 3, get, authoritytest.Output{OK: true, Now: k1}),
 		}, true},
+		{"unknown swap that landed", []porcupine.Operation{
+			op(0, 1, 1<<62, cas(a2), authoritytest.Output{Unknown: true}),
+			op(1, 3, 4, get, authoritytest.Output{OK: true, Now: authoritytest.Key{Holding: a2, Revision: 7}}),
+			op(1, 5, 6, authoritytest.Input{CAS: true, Expect: authoritytest.Key{Holding: a2, Revision: 7}, Next: b3}, authoritytest.Output{OK: true, Now: authoritytest.Key{Holding: b3, Revision: 8}}),
+		}, true},
+		{"unknown swap that did not land", []porcupine.Operation{
+			op(0, 1, 1<<62, cas(a2), authoritytest.Output{Unknown: true}),
+			op(1, 3, 4, get, authoritytest.Output{OK: true, Now: k1}),
+		}, true},
+		{"unknown swap of a stale expectation cannot land", []porcupine.Operation{
+			op(0, 1, 2, cas(b2), authoritytest.Output{OK: true, Now: authoritytest.Key{Holding: b2, Revision: 2}}),
+			op(1, 3, 1<<62, cas(a2), authoritytest.Output{Unknown: true}),
+			op(2, 5, 6, get, authoritytest.Output{OK: true, Now: authoritytest.Key{Holding: a2, Revision: 3}}),
+		}, false},
 	} {
 		if got := porcupine.CheckOperations(authoritytest.InitModel(k1), c.ops); got != c.want {
 			t.Errorf("%s: linearizable = %v, want %v", c.name, got, c.want)

@@ -3,10 +3,15 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
+
 	"github.com/agentcapsule/capsule/authority"
+	"github.com/agentcapsule/capsule/authority/authoritytest"
 	"github.com/agentcapsule/capsule/authority/etcd"
 	"github.com/agentcapsule/capsule/e2e/faultproxy"
 )
@@ -86,5 +91,62 @@ func TestLostActivateNeverArrived(t *testing.T) {
 	}
 	if _, err := direct.CompareAndSwap(ctxT(t), "a1", cur, authority.Holding{Node: "n2", Epoch: 2, State: authority.Held}); !errors.Is(err, authority.ErrConflict) {
 		t.Fatalf("a replay of the lost swap: %v, want ErrConflict", err)
+	}
+}
+
+// TestLinearizableUnderFaults records a concurrent history of one agent's
+// key through a proxy that cuts the connections and loses replies at
+// random, and checks it with porcupine: swaps whose replies were lost are
+// of unknown outcome, and the history must still be linearizable.
+func TestLinearizableUnderFaults(t *testing.T) {
+	p, a, direct := proxied(t)
+	s := authoritytest.Seed(t)
+	// Faults land at random: record again (on a fresh key) until at least
+	// one swap's outcome was unknown, so the check covers that case.
+	var h *authoritytest.History
+	var start authority.Entry
+	for attempt := 1; attempt <= 5 && (h == nil || h.Unknown() == 0); attempt++ {
+		agent := fmt.Sprintf("a%d", attempt)
+		var err error
+		if start, err = authority.Create(ctxT(t), direct, agent, "n0"); err != nil {
+			t.Fatal(err)
+		}
+		stop, faults := make(chan struct{}), make(chan int)
+		go chaos(p, rand.New(rand.NewPCG(s, uint64(attempt))), stop, faults)
+		h = authoritytest.Record(t, a, agent, s, 4, 20, 300*time.Millisecond)
+		close(stop)
+		<-faults
+	}
+	if h.Unknown() == 0 {
+		t.Fatalf("no swap of unknown outcome in 5 attempts (seed %d)", s)
+	}
+	t.Logf("%d operations, %d of unknown outcome", h.Len(), h.Unknown())
+	if res := h.Check(authoritytest.KeyOf(start)); res != porcupine.Ok {
+		t.Fatalf("history of %d operations under faults is %s, want linearizable (seed %d)", h.Len(), res, s)
+	}
+}
+
+// chaos cuts connections or loses replies for a while, at random, until
+// stop; then it heals the proxy and reports how many faults it injected.
+func chaos(p *faultproxy.Proxy, r *rand.Rand, stop <-chan struct{}, faults chan<- int) {
+	n := 0
+	defer func() { p.Heal(); faults <- n }()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Duration(20+r.IntN(60)) * time.Millisecond):
+		}
+		switch r.IntN(3) {
+		case 0:
+			p.Cut()
+			n++
+		case 1:
+			p.LoseReplies(true)
+			time.Sleep(time.Duration(10+r.IntN(40)) * time.Millisecond)
+			p.LoseReplies(false)
+			p.Cut() // the stream lost bytes: start it again
+			n++
+		}
 	}
 }
