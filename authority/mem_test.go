@@ -151,3 +151,23 @@ func TestNodesView(t *testing.T) {
 		t.Fatalf("Placeable wrong: %+v", got)
 	}
 }
+
+// TestMemDirectoryExpire: an expired presence (a lapsed lease) shows the
+// node unreachable, still listed, and closes its registration's Lost.
+func TestMemDirectoryExpire(t *testing.T) {
+	ctx := context.Background()
+	d := authority.NewMemDirectory()
+	r, err := d.Register(ctx, authoritytest.Info("n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Expire("n1")
+	<-r.Lost()
+	got, err := d.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]authority.Node{authoritytest.NodeView("n1", false, false, false)}, got); diff != "" {
+		t.Fatalf("after Expire (-want +got):\n%s", diff)
+	}
+}

@@ -74,3 +74,7 @@ func TestModelRefusesBadHistories(t *testing.T) {
 func TestMem(t *testing.T) {
 	authoritytest.Run(t, func(t *testing.T) authority.Authority { return authority.NewMem() })
 }
+
+func TestMemDirectory(t *testing.T) {
+	authoritytest.RunDirectory(t, func(t *testing.T) authority.Directory { return authority.NewMemDirectory() })
+}

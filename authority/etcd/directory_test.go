@@ -1,13 +1,13 @@
 package etcd_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentcapsule/capsule/authority"
+	"github.com/agentcapsule/capsule/authority/authoritytest"
 	"github.com/agentcapsule/capsule/authority/etcd"
 )
 
@@ -15,16 +15,9 @@ func newDirectory(t *testing.T, ttl time.Duration) *etcd.Directory {
 	return etcd.NewDirectory(etcd.DirectoryConfig{Config: etcd.Config{Client: newClient(t, server.addr), Prefix: prefix(t)}, TTL: ttl})
 }
 
-func info(id string) authority.NodeInfo {
-	return authority.NodeInfo{
-		ID: id, Addr: "127.0.0.1:7070", PublicKey: "ed25519:" + id, Release: "0.3.0",
-		Reads:  map[string][]int{"journal": {1, 2}},
-		Labels: map[string]string{"zone": "a"},
-	}
-}
-
-func node(id string, reachable, admitted, cordoned bool) authority.Node {
-	return authority.Node{NodeInfo: info(id), Reachable: reachable, Admitted: admitted, Cordoned: cordoned}
+// TestDirectoryConformance runs the directory suite on the embedded etcd.
+func TestDirectoryConformance(t *testing.T) {
+	authoritytest.RunDirectory(t, func(t *testing.T) authority.Directory { return newDirectory(t, 0) })
 }
 
 func list(t *testing.T, d *etcd.Directory) []authority.Node {
@@ -36,47 +29,6 @@ func list(t *testing.T, d *etcd.Directory) []authority.Node {
 	return nodes
 }
 
-// TestDirectoryAdmitCordon: a registered node is reachable but not
-// placeable until admitted; a cordon (an operator's) makes it
-// unplaceable again until uncordoned; Close shows it unreachable at once.
-func TestDirectoryAdmitCordon(t *testing.T) {
-	d := newDirectory(t, 0)
-	r1, err := d.Register(ctxT(t), info("n1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.Register(ctxT(t), info("n2")); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]authority.Node{node("n1", true, false, false), node("n2", true, false, false)}, list(t, d)); diff != "" {
-		t.Fatalf("after register (-want +got):\n%s", diff)
-	}
-	for _, f := range []func(context.Context, string) error{d.Admit, d.Cordon} {
-		if err := f(ctxT(t), "n1"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := list(t, d)
-	if diff := cmp.Diff([]authority.Node{node("n1", true, true, true), node("n2", true, false, false)}, got); diff != "" {
-		t.Fatalf("after admit and cordon (-want +got):\n%s", diff)
-	}
-	if got[0].Placeable() || got[1].Placeable() {
-		t.Fatalf("a cordoned or unadmitted node is placeable: %+v", got)
-	}
-	if err := d.Uncordon(ctxT(t), "n1"); err != nil {
-		t.Fatal(err)
-	}
-	if n := list(t, d)[0]; !n.Placeable() {
-		t.Fatalf("admitted, uncordoned, reachable n1 not placeable: %+v", n)
-	}
-	if err := r1.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(node("n1", false, true, false), list(t, d)[0]); diff != "" {
-		t.Fatalf("after Close (-want +got):\n%s", diff)
-	}
-}
-
 // TestLeaseExpiryUnreachable: a node that stops renewing (its process
 // died: here its client closes without revoking) is shown unreachable
 // once its lease lapses, stays listed with what it registered, and its
@@ -86,7 +38,7 @@ func TestLeaseExpiryUnreachable(t *testing.T) {
 	a := newAuthority(t, server.addr)
 	dying := newClient(t, server.addr)
 	dd := etcd.NewDirectory(etcd.DirectoryConfig{Config: etcd.Config{Client: dying, Prefix: prefix(t)}, TTL: time.Second})
-	reg, err := dd.Register(ctxT(t), info("n1"))
+	reg, err := dd.Register(ctxT(t), authoritytest.Info("n1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +60,7 @@ func TestLeaseExpiryUnreachable(t *testing.T) {
 			break
 		}
 	}
-	if diff := cmp.Diff([]authority.Node{node("n1", false, false, false)}, list(t, d)); diff != "" {
+	if diff := cmp.Diff([]authority.Node{authoritytest.NodeView("n1", false, false, false)}, list(t, d)); diff != "" {
 		t.Fatalf("after the lease lapsed (-want +got):\n%s", diff)
 	}
 	if got, err := a.Get(ctxT(t), "a1"); err != nil || got.Revision != held.Revision {
