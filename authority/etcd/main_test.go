@@ -91,19 +91,12 @@ func freePorts(n int) ([]int, error) {
 }
 
 // newClient connects to addr (the server, or a proxy in front of it) with
-// the client certificate; the test closes it.
+// the client certificate, as `capsule node --etcd` does; the test closes
+// it.
 func newClient(t testing.TB, addr string) *clientv3.Client {
 	t.Helper()
-	tc, err := server.certs.clientTLS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{"https://" + addr},
-		DialTimeout: 5 * time.Second,
-		TLS:         tc,
-		Logger:      zap.NewNop(),
-	})
+	c := server.certs
+	cli, err := etcd.Dial(etcd.DialConfig{Endpoints: "https://" + addr, Cert: c.ClientCert, Key: c.ClientKey, CA: c.CA})
 	if err != nil {
 		t.Fatalf("etcd client: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -83,19 +82,4 @@ func leaf(dir, name string, serial int64, ca *x509.Certificate, caKey *ecdsa.Pri
 
 func writePEM(file, typ string, der []byte) error {
 	return os.WriteFile(file, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600)
-}
-
-// clientTLS is the client side of c: its certificate, trusting the CA.
-func (c certs) clientTLS() (*tls.Config, error) {
-	pair, err := tls.LoadX509KeyPair(c.ClientCert, c.ClientKey)
-	if err != nil {
-		return nil, err
-	}
-	pemCA, err := os.ReadFile(c.CA)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pemCA)
-	return &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
