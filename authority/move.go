@@ -69,27 +69,75 @@ const (
 	Superseded Outcome = "superseded"
 )
 
+// ActivateAt is Activate for a move whose epoch E the move protocol chose
+// (transfer.NextEpoch, above every epoch offered before): the key must
+// name source at an epoch below E, and becomes (target, E). A burn of E
+// (BurnAt, SettleAt) and the activate exclude each other: both swap from
+// the same read, and the second finds the key changed or at E.
+func ActivateAt(ctx context.Context, a Authority, agent, source, target string, epoch uint64) (Entry, error) {
+	cur, err := below(ctx, a, agent, source, epoch)
+	if err != nil {
+		return Entry{}, err
+	}
+	return a.CompareAndSwap(ctx, agent, cur, Holding{Node: target, Epoch: epoch, State: Held})
+}
+
+// BurnAt is Burn for a move of epoch E: the key must name source below E,
+// and becomes (source, E), so no activate of E can commit.
+func BurnAt(ctx context.Context, a Authority, agent, source string, epoch uint64) (Entry, error) {
+	cur, err := below(ctx, a, agent, source, epoch)
+	if err != nil {
+		return Entry{}, err
+	}
+	return a.CompareAndSwap(ctx, agent, cur, Holding{Node: source, Epoch: epoch, State: Held})
+}
+
+// below reads the key and requires it to name node at an epoch below E.
+func below(ctx context.Context, a Authority, agent, node string, epoch uint64) (Entry, error) {
+	expect := Holding{Node: node, Epoch: epoch - 1, State: Held}
+	cur, err := a.Get(ctx, agent)
+	if errors.Is(err, ErrNotFound) {
+		return Entry{}, &ConflictError{Agent: agent, Expect: expect, Absent: true}
+	}
+	if err != nil {
+		return Entry{}, err
+	}
+	if cur.Node != node || cur.Epoch >= epoch || cur.State == Removed {
+		return Entry{}, &ConflictError{Agent: agent, Expect: expect, Now: cur}
+	}
+	return cur, nil
+}
+
 // Settle resolves the ambiguous moment after an activate of (source, e) →
-// (target, e+1) whose reply was lost: it reads the key instead of asking
-// the target. If the target holds e+1 the move committed; if the source
-// still holds e it burns e+1 (a later activate then fails); otherwise the
-// agent was superseded. A burn whose own reply is lost is read again, so
-// Settle returns only a known outcome or the read's error.
+// (target, e+1) whose reply was lost: SettleAt of epoch e+1.
 func Settle(ctx context.Context, a Authority, agent, source string, e uint64, target string) (Outcome, Entry, error) {
+	return SettleAt(ctx, a, agent, source, target, e+1)
+}
+
+// SettleAt resolves the ambiguous moment after an activate of epoch E from
+// source to target whose reply was lost: it reads the key instead of
+// asking the target. If the target holds E the move committed; if the
+// source holds E an earlier burn landed; if the source holds an epoch
+// below E it burns E (a later activate then fails); otherwise the agent
+// was superseded. A burn that conflicts or whose reply is lost is read
+// again, so SettleAt returns only a known outcome or the read's error.
+func SettleAt(ctx context.Context, a Authority, agent, source, target string, epoch uint64) (Outcome, Entry, error) {
 	for {
 		cur, err := a.Get(ctx, agent)
 		if err != nil {
 			return "", Entry{}, fmt.Errorf("authority: settle %s: %w", agent, err)
 		}
 		switch {
-		case cur.Node == target && cur.Epoch == e+1 && cur.State != Removed:
+		case cur.State == Removed:
+			return Superseded, cur, nil
+		case cur.Node == target && cur.Epoch == epoch:
 			return Committed, cur, nil
-		case cur.Node == source && cur.Epoch == e+1 && cur.State != Removed:
-			return Burned, cur, nil // an earlier burn of ours landed
-		case cur.Node != source || cur.Epoch != e || cur.State == Removed:
+		case cur.Node == source && cur.Epoch == epoch:
+			return Burned, cur, nil
+		case cur.Node != source || cur.Epoch > epoch:
 			return Superseded, cur, nil
 		}
-		next, err := a.CompareAndSwap(ctx, agent, cur, Holding{Node: source, Epoch: e + 1, State: Held})
+		next, err := a.CompareAndSwap(ctx, agent, cur, Holding{Node: source, Epoch: epoch, State: Held})
 		if err == nil {
 			return Burned, next, nil
 		}

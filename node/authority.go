@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentcapsule/capsule/authority"
@@ -14,16 +15,16 @@ import (
 // behaviour: every activate is allowed and the ambiguous moment is settled
 // by asking the target (resolve, §6 R6).
 type Authority interface {
-	// Activate is asked by a target on activate(epoch) of its prepared
+	// Activate is asked by target on activate(epoch) of its prepared
 	// move of agent from source, before it persists HOLDER(epoch) (F5).
 	// An error refuses the activate: nothing is persisted and the request
 	// fails, so the source settles the move.
-	Activate(ctx context.Context, agent, source string, epoch uint64) error
-	// Settle is asked by a source past the point of no return whose
+	Activate(ctx context.Context, agent, source, target string, epoch uint64) error
+	// Settle is asked by source past the point of no return whose
 	// activate(epoch) to target went unanswered, before each resolve (F6).
 	// With ok false the node sends resolve to the target; otherwise the
 	// outcome is final and no resolve is sent.
-	Settle(ctx context.Context, agent, target string, epoch uint64) (o authority.Outcome, ok bool, err error)
+	Settle(ctx context.Context, agent, source, target string, epoch uint64) (o authority.Outcome, ok bool, err error)
 }
 
 // LocalAuthority is the default Authority: the node's records are the only
@@ -31,11 +32,39 @@ type Authority interface {
 type LocalAuthority struct{}
 
 // Activate allows every activate: the target's records decide (§6 R4).
-func (LocalAuthority) Activate(context.Context, string, string, uint64) error { return nil }
+func (LocalAuthority) Activate(context.Context, string, string, string, uint64) error { return nil }
 
 // Settle leaves the ambiguous moment to resolve.
-func (LocalAuthority) Settle(context.Context, string, string, uint64) (authority.Outcome, bool, error) {
+func (LocalAuthority) Settle(context.Context, string, string, string, uint64) (authority.Outcome, bool, error) {
 	return "", false, nil
+}
+
+// FleetAuthority is the Authority of fleet mode (PROTOCOL §12): the agents'
+// keys in A (authority/etcd; authority.Mem in tests). The node does not
+// select it yet (no flag), and F4, F7's start check and F8 are not
+// implemented, so it is for tests and the next step only.
+type FleetAuthority struct {
+	A authority.Authority
+}
+
+// Activate commits the activation on the key: source below epoch →
+// (target, epoch). A reply lost is settled by reading the key.
+func (f FleetAuthority) Activate(ctx context.Context, agent, source, target string, epoch uint64) error {
+	_, err := authority.ActivateAt(ctx, f.A, agent, source, target, epoch)
+	if !errors.Is(err, authority.ErrUnknownOutcome) {
+		return err
+	}
+	cur, gerr := f.A.Get(ctx, agent)
+	if gerr == nil && cur.Node == target && cur.Epoch == epoch {
+		return nil // it committed
+	}
+	return err
+}
+
+// Settle reads the key and, unless the target holds epoch, burns it.
+func (f FleetAuthority) Settle(ctx context.Context, agent, source, target string, epoch uint64) (authority.Outcome, bool, error) {
+	o, _, err := authority.SettleAt(ctx, f.A, agent, source, target, epoch)
+	return o, err == nil, err
 }
 
 // authorizeActivate asks the authority about m when it is the activate of
@@ -48,7 +77,7 @@ func (a *tenant) authorizeActivate(m transfer.Message) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.n.cfg.RequestTimeout)
 	defer cancel()
-	if err := a.n.cfg.Authority.Activate(ctx, a.id, m.From, m.Epoch); err != nil {
+	if err := a.n.cfg.Authority.Activate(ctx, a.id, m.From, string(a.n.ID()), m.Epoch); err != nil {
 		return fmt.Errorf("node: activate %s at epoch %d: authority: %w", a.id, m.Epoch, err)
 	}
 	return nil
@@ -60,7 +89,7 @@ func (a *tenant) authorizeActivate(m transfer.Message) error {
 func (n *Node) settleByAuthority(m transfer.Message) ([]transfer.Input, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RequestTimeout)
 	defer cancel()
-	o, ok, err := n.cfg.Authority.Settle(ctx, m.Agent, m.To, m.Epoch)
+	o, ok, err := n.cfg.Authority.Settle(ctx, m.Agent, m.From, m.To, m.Epoch)
 	if err != nil {
 		n.log.Warn("authority could not settle the move", "agent", m.Agent, "move", m.Move, "epoch", m.Epoch, "err", err)
 		return []transfer.Input{{Kind: transfer.InSendFailed, Problems: []string{"authority: " + err.Error()}}}, true

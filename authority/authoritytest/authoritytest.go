@@ -33,6 +33,8 @@ func Run(t *testing.T, open Open) {
 		{"Settle", testSettle},
 		{"RaceActivate", testRaceActivate},
 		{"RaceActivateBurn", testRaceActivateBurn},
+		{"AtEpochs", testAtEpochs},
+		{"RaceActivateBurnAt", testRaceActivateBurnAt},
 		{"Linearizable", testLinearizable},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
@@ -306,6 +308,46 @@ func testRaceActivateBurn(t *testing.T, a authority.Authority) {
 		}
 		if got := mustGet(t, a, agent); got.Epoch != 2 {
 			t.Fatalf("round %d: key holds %v, want epoch 2", round, got.Holding)
+		}
+	}
+}
+
+// testAtEpochs: the move's own epoch E may jump past the key's epoch (a
+// rolled-back offer burned nothing); the key must name the source below E.
+func testAtEpochs(t *testing.T, a authority.Authority) {
+	ctx := context.Background()
+	agent := agentID(t, "a")
+	mustCreate(t, a, agent, "n1")
+	e, err := authority.ActivateAt(ctx, a, agent, "n1", "n2", 3)
+	if err != nil || e.Holding != (authority.Holding{Node: "n2", Epoch: 3, State: authority.Held}) {
+		t.Fatalf("ActivateAt(3) = %v, %v; want n2@3", e.Holding, err)
+	}
+	if _, err := authority.BurnAt(ctx, a, agent, "n2", 3); !errors.Is(err, authority.ErrConflict) {
+		t.Fatalf("BurnAt of the epoch the key holds: %v, want ErrConflict", err)
+	}
+	if _, err := authority.ActivateAt(ctx, a, agent, "n1", "n3", 4); !errors.Is(err, authority.ErrConflict) {
+		t.Fatalf("ActivateAt from a node the key does not name: %v, want ErrConflict", err)
+	}
+	out, e, err := authority.SettleAt(ctx, a, agent, "n2", "n3", 6)
+	if err != nil || out != authority.Burned || e.Holding != (authority.Holding{Node: "n2", Epoch: 6, State: authority.Held}) {
+		t.Fatalf("SettleAt(6) = %s, %v, %v; want burned at n2@6", out, e.Holding, err)
+	}
+	if _, err := authority.ActivateAt(ctx, a, agent, "n2", "n3", 6); !errors.Is(err, authority.ErrConflict) {
+		t.Fatalf("the late ActivateAt(6) after the burn: %v, want ErrConflict", err)
+	}
+}
+
+func testRaceActivateBurnAt(t *testing.T, a authority.Authority) {
+	ctx := context.Background()
+	for round := range 10 {
+		agent := agentID(t, fmt.Sprint(round))
+		mustCreate(t, a, agent, "src")
+		won := race(t, []func() error{
+			func() error { _, err := authority.ActivateAt(ctx, a, agent, "src", "dst", 4); return err },
+			func() error { _, err := authority.BurnAt(ctx, a, agent, "src", 4); return err },
+		})
+		if won != 1 {
+			t.Fatalf("round %d: %d of activate and burn at 4 won, want exactly 1", round, won)
 		}
 	}
 }
