@@ -112,6 +112,9 @@ type Config struct {
 	SecretStore string
 	// Commit is the build's commit, recorded as the manifest's writer.
 	Commit string
+	// Authority is asked at a move's activate and its ambiguous moment
+	// (node/authority.go; default LocalAuthority, the node's records alone).
+	Authority Authority
 }
 
 func (c *Config) defaults() {
@@ -150,5 +153,8 @@ func (c *Config) defaults() {
 	}
 	if c.Socket == "" {
 		c.Socket = filepath.Join(c.Dir, SocketFile)
+	}
+	if c.Authority == nil {
+		c.Authority = LocalAuthority{}
 	}
 }
