@@ -16,7 +16,8 @@ import (
 const (
 	DefaultMaxOutput    = 16 << 10
 	DefaultMaxFileBytes = 8 << 20
-	// MaxMemoryBytes bounds the working memory the memory tool writes.
+	// MaxMemoryBytes bounds the working memory the memory tool writes when
+	// Options.MaxMemoryBytes is zero (envspec.DefaultWorkingMaxBytes).
 	MaxMemoryBytes = 64 << 10
 )
 
@@ -25,12 +26,18 @@ const (
 type Options struct {
 	// MaxOutput is the most bytes of output a Result's Content carries
 	// before it is cut (DefaultMaxOutput when zero); the memory tool's
-	// output is cut at MaxMemoryBytes at the earliest, so the model always
-	// sees its whole working memory.
+	// output is cut at the memory's limit at the earliest, so the model
+	// always sees its whole working memory.
 	MaxOutput int
 	// MemoryFile is the absolute path of the capsule's
 	// memory/working_memory.md. Empty: the memory tool is not offered.
 	MemoryFile string
+	// MaxMemoryBytes is the largest working memory the memory tool writes
+	// (the spec's memory.working_max_bytes; MaxMemoryBytes when zero).
+	MaxMemoryBytes int
+	// Recall searches the agent's memory index. Nil: memory_search is not
+	// offered.
+	Recall Recall
 	// MaxFileBytes is the largest file read_file and edit_file read and
 	// write_file writes; search skips bigger files (DefaultMaxFileBytes
 	// when zero).
@@ -73,6 +80,9 @@ func OpenWorkspace(dir string, o Options) (*Workspace, error) {
 		root.Close()
 		return nil, fmt.Errorf("tool: open workspace: %w", err)
 	}
+	if o.MaxMemoryBytes <= 0 {
+		o.MaxMemoryBytes = MaxMemoryBytes
+	}
 	w := &Workspace{root: root, dir: abs, opts: o}
 	if o.MemoryFile != "" {
 		if !filepath.IsAbs(o.MemoryFile) {
@@ -101,10 +111,14 @@ func (w *Workspace) Close() error {
 
 // Tools returns the tools to offer the model, in a fixed order: read_file,
 // list_files, search, write_file, edit_file, memory when the workspace
-// has a memory file, and run when it has a sandbox.
+// has a memory file, memory_search when it has a Recall, and run when it
+// has a sandbox.
 func (w *Workspace) Tools() []render.Tool {
 	var out []render.Tool
 	for _, s := range specs {
+		if s.name == Memory {
+			s.desc = memoryDescription(w.opts.MaxMemoryBytes)
+		}
 		if w.offers(s.name) {
 			out = append(out, s.declaration())
 		}
@@ -113,7 +127,13 @@ func (w *Workspace) Tools() []render.Tool {
 }
 
 func (w *Workspace) offers(name string) bool {
-	return Effect(name) != "" && (name != Memory || w.memRoot != nil)
+	switch name {
+	case Memory:
+		return w.memRoot != nil
+	case MemorySearch:
+		return w.opts.Recall != nil
+	}
+	return Effect(name) != ""
 }
 
 // runner runs one tool on arguments its schema accepted.
@@ -122,6 +142,7 @@ type runner func(w *Workspace, ctx context.Context, args json.RawMessage) Result
 var runners = map[string]runner{
 	ReadFile: (*Workspace).readFile, ListFiles: (*Workspace).listFiles, Search: (*Workspace).search,
 	WriteFile: (*Workspace).writeFile, EditFile: (*Workspace).editFile, Memory: (*Workspace).memory,
+	MemorySearch: (*Workspace).memorySearch,
 }
 
 // Run runs the tool name with the JSON arguments args. Every problem,
@@ -153,7 +174,7 @@ func (w *Workspace) Run(ctx context.Context, name string, args json.RawMessage) 
 	}
 	limit := w.opts.MaxOutput
 	if name == Memory { // the model sees all of its working memory
-		limit = max(limit, MaxMemoryBytes)
+		limit = max(limit, w.opts.MaxMemoryBytes)
 	}
 	r = capped(runners[name](w, ctx, b), limit)
 	if h := readOn[name]; r.Full != nil && !r.IsError && h != "" {

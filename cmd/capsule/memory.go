@@ -24,19 +24,21 @@ func init() {
 func newMemoryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "memory",
-		Short: "Search, rebuild and check an agent's semantic memory index",
-		Long: `The memory index (memory/vector_index/index.json, FORMAT §11.7.2) is derived
+		Short: "Show an agent's working memory; search, rebuild and check its memory index",
+		Long: `"memory show" prints an agent's working memory (its own notes). The memory
+index (memory/vector_index/index.json, FORMAT §11.7.2) is derived
 from the journal and the working memory and never trusted: it names the
 embedder that built it by fingerprint and the source it reflects by watermark,
-and whatever does not match is rebuilt. These verbs work on a capsule folder
+and whatever does not match is rebuilt. rebuild, search and stats work on a capsule folder
 DIR with the built-in offline embedder (capsule-hash: BM25 over the
 capsule-tok/1 tokens fused with a 256-dimension hashed-feature vector).`,
-		Example: `  capsule memory rebuild ./agent
+		Example: `  capsule memory show ./agent
+  capsule memory rebuild ./agent
   capsule memory rebuild ./agent --check
   capsule memory search ./agent "which port does the gateway use" --k 5
   capsule memory stats ./agent --json`,
 	}
-	cmd.AddCommand(newMemoryRebuildCmd(), newMemorySearchCmd(), newMemoryStatsCmd())
+	cmd.AddCommand(newMemoryShowCmd(), newMemoryRebuildCmd(), newMemorySearchCmd(), newMemoryStatsCmd())
 	return cmd
 }
 
