@@ -100,6 +100,9 @@ func (f *fake) Embed(_ context.Context, texts []string) ([][]float32, error) {
 		}
 		out[i] = v
 	}
+	if len(ee.Failed) == len(texts) {
+		return nil, ee // all refused: no vectors (the Embedder contract allows it)
+	}
 	if len(ee.Failed) > 0 {
 		return out, ee
 	}

@@ -194,6 +194,9 @@ func embedAll(ctx context.Context, e Embedder, dims int, texts []string) ([][]fl
 			for i, why := range ee.Failed {
 				failed[lo+i] = why
 			}
+			if vs == nil { // every text refused, no vectors at all
+				vs = make([][]float32, hi-lo)
+			}
 		case err != nil:
 			return nil, nil, fmt.Errorf("memory: embed texts %d to %d of %d: %w", lo+1, hi, len(texts), err)
 		}

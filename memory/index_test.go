@@ -220,6 +220,11 @@ func TestEmbedderFailures(t *testing.T) {
 	if len(rep.Failed) != 1 || rep.Failed[0].Event != last || !strings.Contains(err.Error(), last) {
 		t.Fatalf("the report must name the refused event %s: %+v, %v", last, rep.Failed, err)
 	}
+	e = &fake{dims: 32, model: "sha256:f", failText: "e"} // every text has an e: all refused
+	x, rep, err = Build(ctx, corpus, e)
+	if !errors.Is(err, ErrIncomplete) || x != nil || len(rep.Failed) != rep.Chunks {
+		t.Fatalf("all refused: want ErrIncomplete naming every chunk, got %d of %d, %v", len(rep.Failed), rep.Chunks, err)
+	}
 }
 
 // An edit of the working memory re-embeds only its chunks whose text
