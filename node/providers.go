@@ -75,7 +75,8 @@ func (a *tenant) openWorkspaceTools(workdir string) (agent.Toolbox, io.Closer, e
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := tool.Options{MemoryFile: scratch, MaxMemoryBytes: spec.WorkingMaxBytes()}
+	index := &agentMemory{a: a, spec: spec}
+	opts := tool.Options{MemoryFile: scratch, MaxMemoryBytes: spec.WorkingMaxBytes(), Recall: index.recall}
 
 	if sb, err := a.n.sandbox(); err == nil { // without one, run is not offered and says why
 		opts.Sandbox, opts.Policy = sb, a.n.toolPolicy(spec, workdir)
