@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/agentcapsule/capsule/api"
 	"github.com/agentcapsule/capsule/capsule"
 	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/manifest"
@@ -152,3 +153,42 @@ func (a *tenant) embedder(spec *envspec.Spec) (memory.Embedder, error) {
 	}
 	return remote.New(cfg, key)
 }
+
+// SearchMemory implements api.MemorySearcher (capsule memory search
+// AGENT): the agent's index, brought up to date in memory with the
+// capsule's journal and working memory and the spec's embedder, searched
+// for query. It writes nothing: the runner's searches save the index.
+func (n *Node) SearchMemory(ctx context.Context, id, query string, k int) (api.MemorySearch, error) {
+	a, err := n.getTenant(id)
+	if err != nil {
+		return api.MemorySearch{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.hosted() {
+		return api.MemorySearch{}, fmt.Errorf("%w: agent %s is not held by this node", api.ErrNotFound, id)
+	}
+	spec, err := a.spec(a.capsule())
+	if err != nil {
+		return api.MemorySearch{}, fmt.Errorf("node: memory of %s: %w", id, err)
+	}
+	e, err := a.embedder(spec)
+	if err != nil {
+		return api.MemorySearch{}, err
+	}
+	x, rep, _, err := memory.Open(ctx, n.fsys, a.capsule(), e)
+	if err != nil {
+		return api.MemorySearch{}, fmt.Errorf("node: memory of %s: %w", id, err)
+	}
+	hits, err := x.Search(ctx, e, query, k)
+	if err != nil {
+		return api.MemorySearch{}, fmt.Errorf("node: memory of %s: %w", id, err)
+	}
+	out := api.MemorySearch{Agent: id, Index: rep.Mode, Hits: make([]api.MemoryHit, len(hits))}
+	for i, h := range hits {
+		out.Hits[i] = api.MemoryHit{Score: h.Score, Event: h.Event, Span: h.Span, Snippet: h.Snippet}
+	}
+	return out, nil
+}
+
+var _ api.MemorySearcher = (*Node)(nil)

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -140,8 +142,9 @@ func printCheck(w io.Writer, dir string, r *memory.CheckResult, asJSON bool) err
 func newMemorySearchCmd() *cobra.Command {
 	var k int
 	var asJSON bool
+	var data string
 	cmd := &cobra.Command{
-		Use:   "search DIR QUERY [--k N]",
+		Use:   "search AGENT|DIR QUERY [--k N]",
 		Short: "Search everything the agent has seen by meaning",
 		Long: `Search ranks the chunks of DIR's memory index (user, assistant and tool-result
 text, and the working memory) for QUERY by reciprocal rank fusion of BM25 and
@@ -149,9 +152,14 @@ the hashed vectors, and prints each hit's score, source (an event id, or a
 span of the working memory) and a snippet. A stored index that is stale is
 brought up to date in memory first (nothing is written: run
 "capsule memory rebuild DIR" to store it), so a search never mixes embedders
-and always reflects the journal.`,
+and always reflects the journal.
+
+AGENT (an argument that is neither an existing directory nor holds a "/")
+asks the node on --data, which searches the agent's index with the embedder
+its spec names (memory.embedder) and writes nothing either.`,
 		Example: `  capsule memory search ./agent "why was the billing deploy rolled back"
-  capsule memory search ./agent "gateway port" --k 3 --json | jq '.hits[0].event'`,
+  capsule memory search ./agent "gateway port" --k 3 --json | jq '.hits[0].event'
+  capsule memory search 01J... "the deploy key" --data ~/capsule-a`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if k < 1 {
@@ -159,6 +167,9 @@ and always reflects the journal.`,
 			}
 			ctx, stop := interruptible(cmd)
 			defer stop()
+			if fi, err := os.Stat(args[0]); !(err == nil && fi.IsDir() || strings.ContainsRune(args[0], os.PathSeparator)) {
+				return searchAgentMemory(ctx, cmd, data, args[0], args[1], k, asJSON)
+			}
 			e := memoryEmbedder()
 			x, rep, _, err := memory.Open(ctx, vfs.OS{}, args[0], e)
 			if err != nil {
@@ -180,7 +191,29 @@ and always reflects the journal.`,
 	}
 	cmd.Flags().IntVar(&k, "k", 10, "how many hits to print")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print {index, hits} as JSON")
+	dataFlag(cmd, &data)
 	return cmd
+}
+
+// searchAgentMemory asks the node on data to search agent id's memory.
+func searchAgentMemory(ctx context.Context, cmd *cobra.Command, data, id, query string, k int, asJSON bool) error {
+	cl, err := localClient(data)
+	if err != nil {
+		return err
+	}
+	res, err := cl.SearchMemory(ctx, id, query, k)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(cmd.OutOrStdout(), res)
+	}
+	hits := make([]memory.Hit, len(res.Hits))
+	for i, h := range res.Hits {
+		hits[i] = memory.Hit{Score: h.Score, Event: h.Event, Span: h.Span, Snippet: h.Snippet}
+	}
+	printHits(cmd.OutOrStdout(), cmd.ErrOrStderr(), &memory.Report{Mode: res.Index}, hits)
+	return nil
 }
 
 func printHits(w, errw io.Writer, rep *memory.Report, hits []memory.Hit) {

@@ -128,3 +128,38 @@ func TestRenderCarriesWorkingMemory(t *testing.T) {
 		t.Errorf("render: %+v", body.Messages)
 	}
 }
+
+// `capsule memory search AGENT QUERY` asks the node, which searches the
+// agent's index (its working memory is indexed too) and writes nothing.
+func TestMemorySearchAgent(t *testing.T) {
+	dir := shortTempDir(t)
+	n := startNode(t, dir)
+	id := strings.TrimSpace(mustCLI(t, "agent", "create", "--stopped", "--data", dir))
+	if err := n.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	capDir := filepath.Join(dir, "agents", id, "capsule")
+	setWorkingMemory(t, capDir, "- the deploy key rotates on Fridays\n", 0)
+	before, err := os.ReadFile(filepath.Join(capDir, "memory", "vector_index", "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	startNode(t, dir)
+	var res api.MemorySearch
+	if err := json.Unmarshal([]byte(mustCLI(t, "memory", "search", id, "key rotation", "--json", "--data", dir)), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Agent != id || len(res.Hits) == 0 || !strings.Contains(res.Hits[0].Snippet, "rotates on Fridays") || res.Hits[0].Event != "" {
+		t.Errorf("search: %+v, want the working memory first", res)
+	}
+	if out := mustCLI(t, "memory", "search", id, "key rotation", "--data", dir); !strings.Contains(out, "rotates on Fridays") {
+		t.Errorf("printed %q", out)
+	}
+	after, _ := os.ReadFile(filepath.Join(capDir, "memory", "vector_index", "index.json"))
+	if string(after) != string(before) {
+		t.Error("a search through the node wrote the index")
+	}
+	if _, errOut, code := capsuleCLI(t, "memory", "search", "01JAAAAAAAAAAAAAAAAAAAAAAA", "x", "--data", dir); code != exitInternal || !strings.Contains(errOut, "not found") {
+		t.Errorf("unknown agent: exit %d, %s", code, errOut)
+	}
+}
