@@ -85,6 +85,7 @@ func NewLocalHandler(svc LocalService) http.Handler {
 	discardRoutes(mux, svc)
 	approveRoutes(mux, svc)
 	talkRoutes(mux, svc)
+	eventsRoutes(mux, svc)
 	return cleanPaths(mux)
 }
 
