@@ -86,13 +86,21 @@ func eventsRoutes(mux *http.ServeMux, svc LocalService) {
 		return
 	}
 	mux.HandleFunc("GET "+PathAgents+"/{id}/events", withAgent(func(w http.ResponseWriter, r *http.Request, id string) {
-		reply(w, func() (any, error) {
-			q, err := parseEventsQuery(r.URL.Query())
-			if err != nil {
-				return nil, err
-			}
-			return er.Events(r.Context(), id, q)
-		})
+		q, err := parseEventsQuery(r.URL.Query())
+		var page EventPage
+		if err == nil {
+			page, err = er.Events(r.Context(), id, q)
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		// The lines go out as stored: HTML escaping would rewrite a "<" in
+		// a message as \u003c, which is no longer the journal's canonical line.
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(page)
 	}))
 }
 
