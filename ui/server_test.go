@@ -24,6 +24,10 @@ func newTestServer(t *testing.T, svc Service) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serve(t, s)
+}
+
+func serve(t *testing.T, s *Server) *httptest.Server {
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	return ts
