@@ -77,7 +77,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, sessions: newSessions(cfg.Now), pages: p, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, sessions: newSessions(cfg.Now, cookieName(cfg.Token)), pages: p, mux: http.NewServeMux()}
 	s.routes()
 	return s, nil
 }
@@ -100,7 +100,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", CSP)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer Chromium sends a
+	// same-origin POST with Origin "null", which sameOrigin refuses.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	s.mux.ServeHTTP(w, r)
 }
@@ -113,7 +115,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, _ := s.sessions.start()
-	http.SetCookie(w, cookie(id, s.cfg.TLS))
+	http.SetCookie(w, s.sessions.cookie(id, s.cfg.TLS))
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 

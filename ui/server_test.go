@@ -114,7 +114,7 @@ func TestAccessNeedsTheToken(t *testing.T) {
 	}
 	forged := browser(t)
 	u, _ := url.Parse(ts.URL)
-	forged.Jar.SetCookies(u, []*http.Cookie{{Name: CookieName, Value: "made-up"}})
+	forged.Jar.SetCookies(u, []*http.Cookie{{Name: cookieName(testToken), Value: "made-up"}})
 	if resp := get(t, forged, ts.URL+"/"); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET / with a made-up session cookie: %s, want 401", resp.Status)
 	}
@@ -145,7 +145,7 @@ func TestSessionCookieFlags(t *testing.T) {
 			t.Fatalf("TLS %v: cookies %v, want one", tls, cs)
 		}
 		c := cs[0]
-		if c.Name != CookieName || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure != tls || c.Path != "/" {
+		if c.Name != cookieName(testToken) || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure != tls || c.Path != "/" {
 			t.Errorf("TLS %v: cookie %+v: want HttpOnly, SameSite=Strict, Secure %v, Path /", tls, c, tls)
 		}
 	}
@@ -248,6 +248,30 @@ func TestCheckAddr(t *testing.T) {
 	} {
 		if err := CheckAddr(tc.addr, tc.remote); (err == nil) != tc.ok {
 			t.Errorf("CheckAddr(%q, %v) = %v, want ok %v", tc.addr, tc.remote, err, tc.ok)
+		}
+	}
+}
+
+// Two nodes' views on one machine keep their sessions apart: cookies are
+// kept per host, not per port, so each view's cookie has its own name.
+func TestTwoViewsOnOneHost(t *testing.T) {
+	var views []*httptest.Server
+	for _, tok := range []string{testToken, strings.Repeat("v", 43)} {
+		s, err := New(Config{Service: newFakeService(), Token: tok})
+		if err != nil {
+			t.Fatal(err)
+		}
+		views = append(views, serve(t, s))
+	}
+	c := browser(t)
+	for i, tok := range []string{testToken, strings.Repeat("v", 43)} {
+		if resp := get(t, c, views[i].URL+"/login?token="+tok); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("login to view %d: %s", i, resp.Status)
+		}
+	}
+	for i, v := range views {
+		if resp := get(t, c, v.URL+"/"); resp.StatusCode != http.StatusOK {
+			t.Errorf("view %d after logging in to both: %s, want 200", i, resp.Status)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package ui
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
@@ -9,8 +11,16 @@ import (
 	"time"
 )
 
-// CookieName names the session cookie.
-const CookieName = "capsule_session"
+// CookiePrefix starts the name of the session cookie. The name goes on
+// with a digest of the login token: cookies are kept per host, not per
+// port, so two nodes' views on one machine need cookies of their own.
+const CookiePrefix = "capsule_session_"
+
+// cookieName is the session cookie's name for the view of token.
+func cookieName(token string) string {
+	sum := sha256.Sum256([]byte("capsule ui session cookie\x00" + token))
+	return CookiePrefix + hex.EncodeToString(sum[:6])
+}
 
 // sessionTTL bounds a session's life; maxSessions bounds how many the
 // server keeps (the oldest goes first).
@@ -28,13 +38,14 @@ type session struct {
 
 // sessions holds the live sessions by their cookie value.
 type sessions struct {
-	mu  sync.Mutex
-	now func() time.Time
-	m   map[string]session
+	mu   sync.Mutex
+	now  func() time.Time
+	name string // the cookie's name
+	m    map[string]session
 }
 
-func newSessions(now func() time.Time) *sessions {
-	return &sessions{now: now, m: map[string]session{}}
+func newSessions(now func() time.Time, name string) *sessions {
+	return &sessions{now: now, name: name, m: map[string]session{}}
 }
 
 func randomToken() string {
@@ -72,7 +83,7 @@ func (s *sessions) expire() {
 
 // of returns the session of r's cookie.
 func (s *sessions) of(r *http.Request) (session, bool) {
-	c, err := r.Cookie(CookieName)
+	c, err := r.Cookie(s.name)
 	if err != nil {
 		return session{}, false
 	}
@@ -85,8 +96,8 @@ func (s *sessions) of(r *http.Request) (session, bool) {
 
 // cookie is the session cookie for id: HttpOnly, SameSite=Strict, and
 // Secure when the view is served over TLS.
-func cookie(id string, secure bool) *http.Cookie {
-	return &http.Cookie{Name: CookieName, Value: id, Path: "/", HttpOnly: true,
+func (s *sessions) cookie(id string, secure bool) *http.Cookie {
+	return &http.Cookie{Name: s.name, Value: id, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: secure, MaxAge: int(sessionTTL / time.Second)}
 }
 

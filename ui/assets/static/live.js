@@ -20,7 +20,9 @@
     if (stream && li.dataset.kind === "assistant") stream.textContent = "";
   });
   es.addEventListener("delta", function (e) {
-    if (stream) stream.textContent += JSON.parse(e.data).text;
+    if (!stream) return;
+    stream.textContent += JSON.parse(e.data).text;
+    stream.dataset.deltas = String((+stream.dataset.deltas || 0) + 1);
   });
   es.addEventListener("state", function (e) {
     if (state) state.textContent = e.data;
