@@ -3,9 +3,9 @@ package ui
 import (
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"sync"
 	"time"
