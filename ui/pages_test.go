@@ -114,16 +114,18 @@ func TestTimelineIsPaged(t *testing.T) {
 }
 
 // The fleet page shows the node, its health and release, its peers and
-// its agents with their state and model.
+// its agents with their state, model and the phase of a move in progress.
 func TestFleetPage(t *testing.T) {
 	f := newFakeService()
 	f.status.Model = &api.ModelRef{Provider: "anthropic", API: "messages", Model: "capsule-sim/planner"}
+	f.status.Move = &api.MoveStatus{Phase: api.PhaseTransfer, To: "npeeraaaaaaaaaaaaaaaaaaaaaa"}
 	ts := newTestServer(t, f)
 	c := browser(t)
 	login(t, ts, c)
 	body := readBody(t, get(t, c, ts.URL+"/"))
 	for _, frag := range []string{"nself", "<td>ready</td>", "<td>test</td>", "npeeraaaaaaaaaaaaaaaaaaaaaa", "127.0.0.2:7070",
-		`<a href="/agents/` + fakeAgent + `">`, "anthropic messages capsule-sim/planner", "running"} {
+		`<a href="/agents/` + fakeAgent + `">`, "anthropic messages capsule-sim/planner", "running",
+		`<td class="move">transfer to <span class="id">npeeraaaaaaaaaaaaaaaaaaaaaa</span></td>`} {
 		if !strings.Contains(body, frag) {
 			t.Errorf("the fleet page lacks %q", frag)
 		}
