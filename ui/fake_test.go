@@ -22,8 +22,9 @@ type fakeService struct {
 	events  []journal.Event
 	w       *journal.Writer
 	waiting []api.WaitingApproval
-	calls   []string // the actions made, "say hello", "approve c1 by alice"
-	refuse  error    // if set, every action is refused with it
+	calls   []string        // the actions made, "say hello", "approve c1 by alice"
+	live    []journal.Event // what a watch sends after its caught-up mark
+	refuse  error           // if set, every action is refused with it
 	status  api.AgentStatus
 }
 
@@ -138,16 +139,28 @@ func (f *fakeService) Events(_ context.Context, id string, q api.EventsQuery) (a
 	return page, nil
 }
 
-// WatchAgent sends the journal from opts.From, then nothing more: the
-// fake has no live events.
+// WatchAgent sends the journal from opts.From (none with opts.Live), the
+// caught-up mark, then f.live, then ends: the fake's live events.
 func (f *fakeService) WatchAgent(ctx context.Context, id string, opts api.WatchOptions, send func(api.WatchMessage) error) error {
 	f.mu.Lock()
 	evs := append([]journal.Event(nil), f.events...)
+	live := append([]journal.Event(nil), f.live...)
 	f.mu.Unlock()
+	if opts.Live {
+		evs = nil
+	}
 	for _, e := range evs[min(opts.From, len(evs)):] {
 		if err := send(api.WatchMessage{Event: journal.Encode(e)}); err != nil {
 			return err
 		}
 	}
-	return send(api.WatchMessage{CaughtUp: true})
+	if err := send(api.WatchMessage{CaughtUp: true}); err != nil {
+		return err
+	}
+	for _, e := range live {
+		if err := send(api.WatchMessage{Event: journal.Encode(e)}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

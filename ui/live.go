@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/journal"
 )
 
 // The live timeline: a server-sent event stream over the node's watch of
@@ -18,6 +19,13 @@ import (
 // whose id is the count of journal events seen, so a browser that
 // reconnects (Last-Event-ID) goes on where it was. Text the model is
 // generating comes as "delta", the agent's state changes as "state".
+//
+// The watch skips the journal's history (a watch from a position reads
+// the whole file first: at 100k events, most of a second in which live
+// events wait). Once it is subscribed (its caught-up mark), the events
+// between the browser's position and the journal's end come from one
+// paged read, and a live event that read already showed is dropped by its
+// (machine, seq), as the node's own watch does.
 
 // errLagged ends a stream whose watcher fell behind: the browser
 // reconnects from its last event.
@@ -31,12 +39,15 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request, x session) {
 		return
 	}
 	st := &sse{w: w}
-	n := from
-	err = s.cfg.Service.WatchAgent(r.Context(), id, api.WatchOptions{From: from}, func(m api.WatchMessage) error {
-		return s.relay(st, m, &n)
+	f := &follow{s: s, st: st, id: id, n: from, seen: map[string]uint64{}}
+	err = s.cfg.Service.WatchAgent(r.Context(), id, api.WatchOptions{Live: true}, func(m api.WatchMessage) error {
+		if m.CaughtUp {
+			return f.catchUp(r)
+		}
+		return f.relay(m)
 	})
 	switch {
-	case err == nil || errors.Is(err, errLagged) || r.Context().Err() != nil:
+	case err == nil || errors.Is(err, errLagged) || errors.Is(err, errReload) || r.Context().Err() != nil:
 	case !st.started:
 		http.Error(w, err.Error(), statusOf(err))
 	default:
@@ -61,26 +72,73 @@ func liveFrom(r *http.Request) (int, error) {
 	return n, nil
 }
 
-// relay sends one watch message as a server-sent event; n counts the
-// journal events seen.
-func (s *Server) relay(st *sse, m api.WatchMessage, n *int) error {
+// errReload ends a stream whose browser is too far behind for one page:
+// it is told to load the page again.
+var errReload = errors.New("ui: live: too far behind")
+
+// follow is one live stream: n counts the journal events the browser
+// has, seen the highest seq per machine of those the catch-up read sent.
+type follow struct {
+	s    *Server
+	st   *sse
+	id   string
+	n    int
+	seen map[string]uint64
+}
+
+// catchUp sends the events from the browser's position to the journal's
+// end, read with one paged read once the watch is subscribed.
+func (f *follow) catchUp(r *http.Request) error {
+	page, err := f.s.cfg.Service.Events(r.Context(), f.id, api.EventsQuery{Limit: api.MaxEventPage})
+	if err != nil {
+		return err
+	}
+	if page.Start > f.n {
+		_ = f.st.send("reload", "", "")
+		return errReload
+	}
+	for i, raw := range page.Events {
+		e, err := journal.ParseLine(raw)
+		if err != nil {
+			return fmt.Errorf("ui: live: journal line %d: %w", page.Start+i+1, err)
+		}
+		f.seen[e.Machine] = max(f.seen[e.Machine], e.Seq)
+		if page.Start+i >= f.n {
+			if err := f.item(e); err != nil {
+				return err
+			}
+		}
+	}
+	return f.st.send("state", "", "live")
+}
+
+// item sends e as the next timeline item.
+func (f *follow) item(e journal.Event) error {
+	html, err := f.s.pages.renderItem(itemOf(f.n, e))
+	if err != nil {
+		return err
+	}
+	f.n++
+	return f.st.send("item", strconv.Itoa(f.n), html)
+}
+
+// relay sends one live watch message as a server-sent event.
+func (f *follow) relay(m api.WatchMessage) error {
 	switch {
 	case m.Event != nil:
 		e, err := m.JournalEvent()
 		if err != nil {
 			return err
 		}
-		html, err := s.pages.renderItem(itemOf(*n, e))
-		if err != nil {
-			return err
+		if e.Seq <= f.seen[e.Machine] {
+			return nil // the catch-up read sent it
 		}
-		*n++
-		return st.send("item", strconv.Itoa(*n), html)
+		return f.item(e)
 	case m.Delta != nil:
 		b, _ := json.Marshal(m.Delta)
-		return st.send("delta", "", string(b))
+		return f.st.send("delta", "", string(b))
 	case m.State != nil:
-		return st.send("state", "", strings.TrimSpace(m.State.State+" "+m.State.Reason))
+		return f.st.send("state", "", strings.TrimSpace(m.State.State+" "+m.State.Reason))
 	case m.Lagged:
 		return errLagged
 	}

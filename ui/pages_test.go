@@ -134,17 +134,23 @@ func TestFleetPage(t *testing.T) {
 
 // The live stream sends each journal event from ?from (or the browser's
 // Last-Event-ID) as an item of the page's own HTML, with the count of
-// events seen as its id.
+// events seen as its id: first those the journal holds, then the live
+// ones, once each (a live event the journal's read showed is dropped).
 func TestLiveStreamsItems(t *testing.T) {
 	f := newFakeService()
 	conversation(f)
+	last := f.events[len(f.events)-1]
+	f.live = []journal.Event{last} // journaled while the watch subscribed: read and watched both
+	next := f.add(journal.KindUser, journal.UserMessage{Text: "after"})
+	f.events = f.events[:len(f.events)-1]
+	f.live = append(f.live, next)
 	ts := newTestServer(t, f)
 	c := browser(t)
 	login(t, ts, c)
 	body := readBody(t, get(t, c, ts.URL+"/agents/"+fakeAgent+"/live?from=7"))
 	want := "event: item\nid: 8\ndata: <li class=\"ev ev-moved\" id=\"e7\""
-	if !strings.Contains(body, want) || !strings.Contains(body, "event: item\nid: 9\n") || strings.Contains(body, "id: 7\n") {
-		t.Errorf("live from 7:\n%s\nwant items 7 and 8 only, starting %q", body, want)
+	if !strings.Contains(body, want) || strings.Count(body, "event: item") != 3 || !strings.Contains(body, "id: 10\ndata: <li class=\"ev ev-user\" id=\"e9\"") {
+		t.Errorf("live from 7:\n%s\nwant items 7, 8 and the live 9 once each, starting %q", body, want)
 	}
 	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/agents/"+fakeAgent+"/live?from=0", nil)
 	req.Header.Set("Last-Event-ID", "8")
@@ -153,7 +159,7 @@ func TestLiveStreamsItems(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if got := readBody(t, resp); strings.Count(got, "event: item") != 1 || !strings.Contains(got, `id="e8"`) {
-		t.Errorf("reconnect at Last-Event-ID 8:\n%s\nwant item 8 only", got)
+	if got := readBody(t, resp); strings.Count(got, "event: item") != 2 || !strings.Contains(got, `id="e8"`) || !strings.Contains(got, `id="e9"`) {
+		t.Errorf("reconnect at Last-Event-ID 8:\n%s\nwant items 8 and 9 only", got)
 	}
 }

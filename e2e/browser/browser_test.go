@@ -383,7 +383,7 @@ func (b *browserRun) measure() {
 			chromedp.Evaluate(`(() => { const e = performance.getEntriesByType('navigation')[0]; return e.responseEnd - e.startTime; })()`, &ms))
 		loads = append(loads, ms)
 		var connected string
-		b.wait("the live stream", `document.getElementById('live-state').textContent !== 'not connected' && 'yes'`, &connected)
+		b.wait("the live stream", `document.getElementById('live-state').textContent === 'live' && 'yes'`, &connected)
 		text := fmt.Sprintf("latency probe %d", i)
 		start := time.Now()
 		if _, err := cl.Say(ctx, st.ID, api.SayRequest{Text: text}); err != nil {

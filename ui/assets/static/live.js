@@ -27,6 +27,10 @@
   es.addEventListener("state", function (e) {
     if (state) state.textContent = e.data;
   });
+  es.addEventListener("reload", function () {
+    es.close(); // too far behind for one page: the page is read again
+    location.reload();
+  });
   es.addEventListener("failed", function (e) {
     if (state) state.textContent = "stream ended: " + e.data;
     es.close();
