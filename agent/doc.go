@@ -4,7 +4,9 @@
 //
 //   - a model step: render the journal for the model the newest
 //     model_change names (read from the journal before every call, never
-//     cached elsewhere), make one provider call, and journal the
+//     cached elsewhere), with the working memory the node passes in
+//     Env.WorkingMemory pinned after the instructions (FORMAT §6.4; it is
+//     never journaled), make one provider call, and journal the
 //     reasoning, assistant text, tool calls and usage it produced, each
 //     with its producer and step, in one durable write;
 //   - a tool step: take the oldest call of the newest step that has no

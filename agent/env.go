@@ -94,6 +94,12 @@ type Env struct {
 	// MaxTurnSteps bounds the model steps between two user events (0:
 	// DefaultMaxTurnSteps); the agent blocks when a turn reaches it.
 	MaxTurnSteps int
+	// WorkingMemory is the agent's working memory as the capsule holds it
+	// (memory/working_memory.md). Every model request carries it, pinned
+	// after the instructions (render.Target.WorkingMemory, FORMAT §6.4);
+	// it is an input of the render, never a journal event: the file is
+	// the state.
+	WorkingMemory string
 }
 
 // renderer returns env.Render, or wire.Render when it is nil.

@@ -77,6 +77,7 @@ func modelStep(ctx context.Context, env *Env, mc journal.ModelChange, step strin
 	if env.Tools != nil {
 		t.Tools = env.Tools.Tools()
 	}
+	t.WorkingMemory = env.WorkingMemory
 	if err := t.Validate(); err != nil {
 		return 0, blocked(err, "model %s/%s: %v", mc.Provider, mc.Model, err)
 	}

@@ -52,6 +52,16 @@ func restoreNodeFixture(t *testing.T, release, name string) string {
 			if err := os.WriteFile(filepath.Join(dst, rel), b, mode); err != nil {
 				t.Fatal(err)
 			}
+		case "link": // link ./path -> target
+			if len(f) != 4 || f[2] != "->" {
+				t.Fatalf("node fixture %s: malformed line %q", name, line)
+			}
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(f[3], filepath.Join(dst, rel)); err != nil {
+				t.Fatal(err)
+			}
 		default:
 			t.Fatalf("node fixture %s holds %q", name, line)
 		}

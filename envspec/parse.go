@@ -221,6 +221,7 @@ func (s *Spec) semantic() error {
 			}
 		}
 	}
+	s.checkMemory(add)
 	if s.Workdir != "" && (path.IsAbs(s.Workdir) || path.Clean(s.Workdir) != s.Workdir || strings.HasPrefix(s.Workdir, "..")) {
 		add("/workdir", errors.New("must be a clean path relative to the workspace root, not leaving it"))
 	}

@@ -70,6 +70,9 @@ type Spec struct {
 	Sandbox Sandbox `json:"sandbox"`
 	// Lifecycle says whether the agent may be discarded instead of migrated.
 	Lifecycle Lifecycle `json:"lifecycle"`
+	// Memory sets the working memory's cap and the index's embedder; nil
+	// (the member absent) means the release's defaults.
+	Memory *Memory `json:"memory,omitempty"`
 	// Migrated records what a migration from version 1 narrowed; it grants
 	// nothing.
 	Migrated *Migrated `json:"migrated,omitempty"`

@@ -35,8 +35,9 @@ type Embedder interface {
 	// during the embedder's life.
 	Identity() Identity
 	// Embed returns one vector of Identity().Dims values per text, in
-	// order. It returns an *EmbedError when some texts could not be
-	// embedded, and another error when nothing was.
+	// order. It returns an *EmbedError when texts were refused one by one
+	// (even all of them), and another error when the call failed as a
+	// whole (the endpoint, the key, the answer).
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
 

@@ -107,6 +107,9 @@ func (a *tenant) compatGate(epoch uint64) error {
 		return a.refuse(err)
 	}
 	if rep.Refused {
+		if a.n.cfg.DiscardRefused {
+			return a.discardRefused(rep, epoch)
+		}
 		return a.refuse(&CompatError{Report: rep})
 	}
 	for _, ap := range rep.Append {
@@ -114,6 +117,34 @@ func (a *tenant) compatGate(epoch uint64) error {
 			return fmt.Errorf("compat: append %s: %w", ap.Kind, err)
 		}
 		a.n.log.Info("tool mapping journaled", "agent", a.id, "body", string(ap.Body))
+	}
+	return nil
+}
+
+// discardRefused is the node's policy at restore (Config.DiscardRefused)
+// for an agent whose resume rep refuses: the agent is discarded (its
+// journal kept, discardLocked) when FORMAT §11.9.4 allows it, and blocked
+// with both reasons otherwise. The fresh journal is checked again before
+// the runner starts. Caller holds a.mu; the runner is not running.
+func (a *tenant) discardRefused(rep *compat.Report, epoch uint64) error {
+	refusal := &CompatError{Report: rep}
+	if err := a.checkDiscard(); err != nil {
+		return a.refuse(fmt.Errorf("%w; the node's policy would discard it, but: %v", refusal, err))
+	}
+	res, err := a.discardLocked()
+	if err != nil {
+		return a.refuse(fmt.Errorf("%w; discarding it failed: %v", refusal, err))
+	}
+	a.n.log.Warn("agent discarded at restore: its resume was refused", "agent", a.id, "refusal", refusal.Error(), "set_aside", res.SetAside, "events", res.Events)
+	again, err := compatCheck(a.n.fsys, a.capsule(), a.compatRelease())
+	switch {
+	case err != nil:
+		return a.refuse(err)
+	case again.Refused:
+		return a.refuse(&CompatError{Report: again})
+	}
+	if a.log == nil {
+		return a.openLog(epoch)
 	}
 	return nil
 }

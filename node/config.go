@@ -72,6 +72,12 @@ type Config struct {
 	// Sandbox runs the processes tools start; nil: the sandbox this
 	// process probes on first use (package sandbox).
 	Sandbox *sandbox.Sandbox
+	// DiscardRefused is the node's policy at restore (--discard-refused):
+	// an agent whose resume the checks of FORMAT §11.9 refuse is discarded
+	// instead of blocked when FORMAT §11.9.4 allows its discard (an
+	// ephemeral spec, no approval, usage within the bound, no external
+	// effect); otherwise it is blocked as without the policy.
+	DiscardRefused bool
 	// AllowUnsandboxed lets an agent whose spec says sandbox: none run its
 	// tools' processes without a sandbox (--allow-unsandboxed).
 	AllowUnsandboxed bool
@@ -106,6 +112,9 @@ type Config struct {
 	SecretStore string
 	// Commit is the build's commit, recorded as the manifest's writer.
 	Commit string
+	// Authority is asked at a move's activate and its ambiguous moment
+	// (node/authority.go; default LocalAuthority, the node's records alone).
+	Authority Authority
 }
 
 func (c *Config) defaults() {
@@ -144,5 +153,8 @@ func (c *Config) defaults() {
 	}
 	if c.Socket == "" {
 		c.Socket = filepath.Join(c.Dir, SocketFile)
+	}
+	if c.Authority == nil {
+		c.Authority = LocalAuthority{}
 	}
 }

@@ -56,6 +56,10 @@ type nodeOpts struct {
 	journalUpTo int
 	// allowUnsandboxed is Config.AllowUnsandboxed.
 	allowUnsandboxed bool
+	// discardRefused is Config.DiscardRefused.
+	discardRefused bool
+	// authority is Config.Authority (nil: LocalAuthority).
+	authority Authority
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -90,7 +94,7 @@ func newNodeAt(t testing.TB, dir, addr string, o nodeOpts) *Node {
 		StepInterval: step, RetryInterval: 20 * time.Millisecond, RequestTimeout: 5 * time.Second,
 		WrapTransport: o.wrap, Getenv: func(k string) string { return env[k] }, Runner: runner, Policy: o.policy, AbortRetries: o.abortRetries,
 		Providers: o.providers, ModelEndpoint: o.endpoint, Tools: o.tools, ToolWait: o.toolWait, ReadJournalUpTo: o.journalUpTo,
-		AllowUnsandboxed: o.allowUnsandboxed})
+		AllowUnsandboxed: o.allowUnsandboxed, DiscardRefused: o.discardRefused, Authority: o.authority})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func (a *tenant) openWorkspaceTools(workdir string) (agent.Toolbox, io.Closer, e
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := tool.Options{MemoryFile: scratch}
+	opts := tool.Options{MemoryFile: scratch, MaxMemoryBytes: spec.WorkingMaxBytes()}
 
 	if sb, err := a.n.sandbox(); err == nil { // without one, run is not offered and says why
 		opts.Sandbox, opts.Policy = sb, a.n.toolPolicy(spec, workdir)

@@ -187,6 +187,11 @@ func (n *Node) send(a *tenant, mr *moveRun, m transfer.Message) []transfer.Input
 		m.Stopped = !a.meta.Run // the operator's intent travels with the agent
 		a.mu.Unlock()
 	}
+	if m.Type == transfer.MsgResolve {
+		if in, ok := n.settleByAuthority(m); ok {
+			return in
+		}
+	}
 	start := n.clock.Now()
 	var replies []api.Message
 	var err error

@@ -118,6 +118,9 @@ func (a *tenant) handleWire(m transfer.Message, byManifest bool) (*transfer.Mess
 	if err := a.noteIntent(m); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
 	}
+	if err := a.authorizeActivate(m); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", api.ErrUnavailable, err)
+	}
 	in := transfer.Receive(m)
 	var bases []digest.Digest
 	if m.Type == transfer.MsgHave || m.Type == transfer.MsgOffer {

@@ -10,6 +10,7 @@ import (
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/node/store"
+	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/vfs"
 )
 
@@ -34,7 +35,9 @@ var shadowSkeleton = []string{"artifacts", "environment", "memory", "memory/vect
 
 // loadShadow returns the shadow's state and the snapshot its workspace
 // holds, or nil and an empty snapshot when there is no usable shadow (a
-// leftover is removed).
+// leftover is removed, and so is the shadow of a version this release does
+// not read: a shadow is a cache of what the CAS store holds, and a move's
+// staging is verified whole whether or not a shadow sped it up).
 func (a *tenant) loadShadow() (*shadowState, *capsule.Snapshot) {
 	if a.tgt.shadow != nil {
 		return a.tgt.shadow.state, a.tgt.shadow.snap
@@ -42,7 +45,7 @@ func (a *tenant) loadShadow() (*shadowState, *capsule.Snapshot) {
 	fsys := a.n.fsys
 	b, err := vfs.ReadFile(fsys, a.path(shadowFile))
 	var st shadowState
-	if err == nil && json.Unmarshal(b, &st) == nil && st.Files != nil {
+	if err == nil && json.Unmarshal(b, &st) == nil && st.Files != nil && st.V <= schema.Current[schema.Shadow] {
 		if snap, err := readSnapshotFile(fsys, filepath.Join(a.path(shadowDir, capsuleDir), filepath.FromSlash(manifest.SnapshotPath)), st.Files[manifest.SnapshotPath], nil); err == nil {
 			a.tgt.shadow = &shadowMem{state: &st, snap: snap}
 			return &st, snap
@@ -136,6 +139,7 @@ func (a *tenant) updateShadow(md digest.Digest) error {
 		return err
 	}
 	st.Manifest = md
+	st.V, st.Release = schema.Current[schema.Shadow], schema.Release
 	data, _ := json.Marshal(st)
 	if err := vfs.WriteFile(a.n.fsys, a.path(shadowFile), data, 0o600); err != nil {
 		a.dropShadow()
@@ -207,7 +211,7 @@ func (a *tenant) keepShadow(fw *frozenWork) error {
 	if err := b.Flush(fsys); err != nil {
 		return err
 	}
-	st := &shadowState{Manifest: fw.manifest, Files: map[string]digest.Digest{manifest.SnapshotPath: digest.FromBytes(fw.snapBytes)}}
+	st := &shadowState{V: schema.Current[schema.Shadow], Release: schema.Release, Manifest: fw.manifest, Files: map[string]digest.Digest{manifest.SnapshotPath: digest.FromBytes(fw.snapBytes)}}
 	data, _ := json.Marshal(st)
 	if err := vfs.WriteFile(fsys, a.path(shadowFile), data, 0o600); err != nil {
 		return err

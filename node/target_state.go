@@ -92,8 +92,12 @@ func (p *snapAhead) parsed(d digest.Digest) (*capsule.Snapshot, error) {
 	return p.s, p.err
 }
 
-// shadowState is shadow.json.
+// shadowState is shadow.json. V and Release name its schema version and
+// writer (from release 0.3.0; a shadow.json without v is version 1,
+// written by an older release).
 type shadowState struct {
+	V        int                      `json:"v,omitempty"`
+	Release  string                   `json:"release,omitempty"`
 	Manifest digest.Digest            `json:"manifest"`
 	Files    map[string]digest.Digest `json:"files"` // layout files in shadow/capsule, by path
 }

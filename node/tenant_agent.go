@@ -174,6 +174,9 @@ func (a *tenant) agentStep(ctx context.Context, rl *runLoop, epoch uint64, event
 	if err := a.describeTools(rl, env); err != nil {
 		return err
 	}
+	if env.WorkingMemory, err = a.workingMemory(); err != nil { // memory.go
+		return err
+	}
 	rep, err := agent.Step(ctx, env)
 	if err == nil && rep.Action != agent.Idle {
 		a.n.log.Info("agent step", "agent", a.id, "action", rep.Action.String(), "step", rep.Step, "call", rep.Call)

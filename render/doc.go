@@ -30,7 +30,12 @@
 //     request (shortened). The newest unit is always kept; if it alone is
 //     too large its tool results are cut to a common size, then a user
 //     text, each with a marker. A conversation that would open with the
-//     assistant gets StartText first on Anthropic and Gemini.
+//     assistant gets StartText first on Anthropic and Gemini. The
+//     target's working memory (Target.WorkingMemory), when not blank, is
+//     pinned as one more instruction right after the leading ones
+//     (WorkingMemoryHeader, then the text; FORMAT §6.4), so every API
+//     carries it in its system slot; its tokens are reserved like the
+//     instructions'.
 //  3. Replays private reasoning only to the model that produced it (same
 //     provider, API and model) and only in a form the API takes back:
 //     Anthropic thinking with its signature or redacted data, Responses

@@ -48,13 +48,18 @@ func newPlanMemo(src source, seg segmentation, t Target, m *memo) (*Plan, error)
 	budget := b.budget()
 	base := baseBudget(budget, factor)
 	instrs, fixed := b.instructions()
-	fixed += priming + b.toolTokens(b.tools)
+	mem, pinned := b.workingMemory()
+	fixed += priming + b.toolTokens(b.tools) + mem.tokens
 	kept, cut := b.fit(base - fixed)
 	if len(kept) == 0 {
 		return nil, ErrEmpty
 	}
 	p := &Plan{Target: t, Caps: b.caps}
 	p.Items = b.assemble(instrs, kept, cut)
+	if pinned {
+		p.Items = pinMemory(p.Items, mem)
+		b.report.WorkingMemory = len(t.WorkingMemory)
+	}
 	b.applyPolicies(p)
 	if p.Leading() == len(p.Items) {
 		return nil, ErrEmpty // only instructions, or nothing at all

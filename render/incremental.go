@@ -95,8 +95,11 @@ func (c *Incremental) Plan(events []journal.Event, t Target) (*Plan, error) {
 	return newPlanMemo(memSource(events), c.seg.snapshot(), t, &c.memo)
 }
 
-// extends reports whether events and t continue the previous call.
+// extends reports whether events and t continue the previous call. The
+// working memory is not compared: nothing kept depends on it (its
+// instruction is built by every plan), so a change of it keeps the cache.
 func (c *Incremental) extends(events []journal.Event, t Target) bool {
+	t.WorkingMemory = c.t.WorkingMemory
 	if c.seg == nil || len(events) < c.n || !reflect.DeepEqual(t, c.t) {
 		return false
 	}

@@ -20,3 +20,14 @@ func SegmentsLikeFull(inc *Incremental, events []journal.Event, t Target) error 
 	}
 	return nil
 }
+
+// KeepsSegmentation plans events through inc and reports whether it went
+// on from the previous call's segmentation rather than starting afresh.
+// Tests only.
+func KeepsSegmentation(inc *Incremental, events []journal.Event, t Target) (bool, error) {
+	before := inc.seg
+	if _, err := inc.Plan(events, t); err != nil && err != ErrEmpty {
+		return false, err
+	}
+	return before != nil && inc.seg == before, nil
+}

@@ -20,9 +20,9 @@ import (
 // checks every result against wire.Render of the same prefix: the same
 // bytes, the same report, the same error. Between prefixes it may change
 // the target (all of it, only the model within its API, only the tool
-// set or only the window, or back to the first target), shrink the
-// journal, or insert an event earlier in total order (as a merge does):
-// each must give the full render's answer too.
+// set, only the window or only the working memory, or back to the first
+// target), shrink the journal, or insert an event earlier in total order
+// (as a merge does): each must give the full render's answer too.
 //
 // rapid prints the seed of a failure; replay it with
 //
@@ -50,6 +50,8 @@ func TestIncrementalProperties(t *testing.T) {
 				tg.Tools = rendertest.GenTarget(t).Tools
 			case 6:
 				tg.Window = rendertest.GenTarget(t).Window
+			case 7:
+				tg.WorkingMemory = rapid.SampledFrom([]string{"", " \n", "- a note\n", "- a note\n- another\n"}).Draw(t, "memory")
 			}
 			n = rapid.IntRange(n, len(events)).Draw(t, "prefix")
 			compareRender(t, &inc, events[:n], tg)

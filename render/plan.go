@@ -47,7 +47,8 @@ type Item struct {
 	Text string
 	// Synthetic says why the renderer made an item the journal does not
 	// hold: "digest" (what the window dropped), "start" (a conversation
-	// must open with a user turn) or "textual" (a step rendered as text).
+	// must open with a user turn), "textual" (a step rendered as text) or
+	// "memory" (the working memory's instruction, Target.WorkingMemory).
 	Synthetic string
 	// Step is set for ItemStep.
 	Step   *Step

@@ -24,6 +24,9 @@ type Report struct {
 	DroppedEvents int `json:"dropped_events"`
 	// Digest is the text that stands in for the dropped units.
 	Digest string `json:"digest,omitempty"`
+	// WorkingMemory is the size in bytes of the working memory pinned
+	// after the instructions (0: no block; Target.WorkingMemory).
+	WorkingMemory int `json:"working_memory,omitempty"`
 	// Synthesized lists the calls that got an error result because the
 	// journal holds none.
 	Synthesized []CallNote `json:"synthesized,omitempty"`
@@ -170,6 +173,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "events: %d; units kept %d (%d events), dropped %d (%d events)\n", r.Events, r.KeptUnits, r.KeptEvents, r.DroppedUnits, r.DroppedEvents)
 	if r.Digest != "" {
 		fmt.Fprintf(&b, "digest: %s\n", r.Digest)
+	}
+	if r.WorkingMemory > 0 {
+		fmt.Fprintf(&b, "working memory: %d bytes, pinned after the instructions\n", r.WorkingMemory)
 	}
 	for _, s := range r.Synthesized {
 		fmt.Fprintf(&b, "synthesized error result: %s (%s)\n", s.CallID, s.Name)

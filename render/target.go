@@ -70,6 +70,11 @@ type Target struct {
 	// NoThinking asks for a request without extended thinking on models
 	// where thinking is optional.
 	NoThinking bool
+	// WorkingMemory is the agent's working memory (the capsule's
+	// memory/working_memory.md), pinned into every request as an
+	// instruction right after the leading instructions (WorkingMemoryHeader,
+	// FORMAT §6.4); empty or whitespace-only, there is no block.
+	WorkingMemory string
 }
 
 // Producer returns the journal producer that is this target's own model:

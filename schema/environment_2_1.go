@@ -4,7 +4,7 @@ import "fmt"
 
 func init() {
 	register(Step{Kind: Environment, From: 2, To: 1, Apply: environment2to1, Destructive: true,
-		Summary: "stdio MCP servers become tools; rules, mappings, hosts, limits and lifecycle are dropped (0.1.0 runs no tool); an HTTP server is refused"})
+		Summary: "stdio MCP servers become tools; rules, mappings, hosts, limits, lifecycle and memory settings are dropped (0.1.0 runs no tool); an HTTP server is refused"})
 }
 
 // environment2to1 is the view of a version-2 spec that release 0.1.0 reads,

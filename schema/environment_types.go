@@ -53,6 +53,9 @@ type specV2 struct {
 	ToolMappings map[string]string `json:"tool_mappings"`
 	Sandbox      sandboxV2         `json:"sandbox"`
 	Lifecycle    lifecycleV2       `json:"lifecycle"`
+	// Memory is the OPTIONAL memory member (working memory cap, embedder);
+	// version 1 has no place for it and the down step drops it.
+	Memory json.RawMessage `json:"memory,omitempty"`
 	// Migrated records what a migration from version 1 narrowed. It grants
 	// nothing; the down step reads it.
 	Migrated *migratedV2 `json:"migrated,omitempty"`

@@ -42,7 +42,7 @@ func histories() map[Kind]History {
 		{Kind: AgentMeta, Where: "DATA/agents/<id>/agent.json: v and release (from 0.2.0; absent: version 1 written by 0.1.0)", Floor: 1, Current: 1, Versions: []Version{
 			{1, "name, run, removed and removed_at", "0.1.0"},
 		}},
-		{Kind: Shadow, Where: "DATA/agents/<id>/shadow.json: no version member (version 1)", Floor: 1, Current: 1, Versions: []Version{
+		{Kind: Shadow, Where: "DATA/agents/<id>/shadow.json: v and release (from 0.3.0, after its fixtures were made; absent: version 1)", Floor: 1, Current: 1, Versions: []Version{
 			{1, "digest of the manifest the shadow reflects and of its layout files", "0.1.0"},
 		}},
 		{Kind: StatCache, Where: "DATA/agents/<id>/statcache.json: version", Floor: 1, Current: 1, Versions: []Version{

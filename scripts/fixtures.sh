@@ -197,7 +197,9 @@ cap verify "$out/archives/conversation-signed.capsule.tar" --json \
 
 # 6. Node data folders: two nodes of this release, A and B, that trust each
 # other. On A, "running" is an agent left running when A stopped; "moved" was
-# moved to B (A keeps the source record and the retired copy, B holds it).
+# moved to B (A keeps the source record and the retired copy, B holds it);
+# from 0.3.0, "waiting" is an LLM agent waiting for the approval of a call
+# (its status then is in expect/nodes/waiting-status.json).
 # Each node's agent list and each agent's status, as the release reported them
 # before it stopped, are in expect/nodes/.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -209,11 +211,25 @@ ida=$(cap node id --data "$nodes/a")
 idb=$(cap node id --data "$nodes/b")
 cap node peer add "$idb" "127.0.0.1:$pb" --data "$nodes/a" >/dev/null
 cap node peer add "$ida" "127.0.0.1:$pa" --data "$nodes/b" >/dev/null
-"$old" node --data "$nodes/a" --listen "127.0.0.1:$pa" --step-interval 1s 2>"$tmp/node-a.log" &
+# From 0.3.0 (a CLI whose agent create takes --spec), A also hosts an LLM
+# agent waiting for an approval, on the embedded model endpoint (a
+# simulator: capsule model serve).
+model_args=()
+ms=
+if "$old" agent create --help 2>/dev/null | grep -q -- '--spec'; then
+	pm=$(free_port)
+	"$old" model serve --listen "127.0.0.1:$pm" >"$tmp/model.log" 2>&1 &
+	ms=$!
+	model_args=(--model-endpoint "http://127.0.0.1:$pm")
+fi
+"$old" node --data "$nodes/a" --listen "127.0.0.1:$pa" --step-interval 1s "${model_args[@]}" 2>"$tmp/node-a.log" &
 na=$!
 "$old" node --data "$nodes/b" --listen "127.0.0.1:$pb" --step-interval 1s 2>"$tmp/node-b.log" &
 nb=$!
-stop_nodes() { kill -TERM "$na" "$nb" 2>/dev/null || true; wait "$na" "$nb" 2>/dev/null || true; }
+stop_nodes() {
+	kill -TERM "$na" "$nb" $ms 2>/dev/null || true
+	wait "$na" "$nb" $ms 2>/dev/null || true
+}
 trap 'stop_nodes; chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 for d in a b; do
 	for _ in $(seq 100); do [ -S "$nodes/$d/node.sock" ] && break; sleep 0.1; done
@@ -221,6 +237,25 @@ done
 agent_id() { sed -n 's/.*"id": *"\([0-9A-Z]\{26\}\)".*/\1/p' | head -1; }
 running=$(cap agent create --name running --data "$nodes/a" --json | agent_id)
 moved=$(cap agent create --name moved --data "$nodes/a" --json | agent_id)
+waiting=
+if [ -n "$ms" ]; then
+	cat >"$tmp/waiting-spec.json" <<'SPEC'
+{"version": 2, "workdir": "", "env": {}, "secrets": [], "mcp_servers": [],
+ "tools": {"write_file": {"approval": "required"}}, "tool_mappings": {},
+ "sandbox": {"mode": "required", "network": "none", "hosts": [], "packages": [], "cpus": 0,
+             "memory_mb": 0, "wall_seconds": 0, "output_bytes": 0, "processes": 0, "disk_mb": 0},
+ "lifecycle": {"ephemeral": false, "discard_max_tokens": 0}}
+SPEC
+	waiting=$(cap agent create --name waiting --from "$ws" --spec "$tmp/waiting-spec.json" \
+		--provider openai --api chat --model capsule-sim/planner \
+		--task "Please write_file path=notes.txt content=approved" --data "$nodes/a" --json | agent_id)
+	for _ in $(seq 100); do
+		cap agent status "$waiting" --data "$nodes/a" --json >"$out/expect/nodes/waiting-status.json"
+		grep -q '"call_id"' "$out/expect/nodes/waiting-status.json" && break
+		sleep 0.1
+	done
+	grep -q '"call_id"' "$out/expect/nodes/waiting-status.json" || { echo "fixtures: the agent never waited for its approval" >&2; exit 1; }
+fi
 sleep 1
 cap move "$moved" --to "$idb" --data "$nodes/a" --json | rel >"$out/expect/nodes/move.json"
 sleep 0.5
@@ -274,7 +309,7 @@ done
 mkdir -p "$out/nodes"
 mv "$out/nodes-a" "$out/nodes/a"
 mv "$out/nodes-b" "$out/nodes/b"
-printf '{"a": "%s", "b": "%s", "running": "%s", "moved": "%s", "crashed": "%s"}\n' "$ida" "$idb" "$running" "$moved" "$crashed" >"$out/expect/nodes/ids.json"
+printf '{"a": "%s", "b": "%s", "running": "%s", "moved": "%s", "crashed": "%s", "waiting": "%s"}\n' "$ida" "$idb" "$running" "$moved" "$crashed" "$waiting" >"$out/expect/nodes/ids.json"
 
 # 7. The record of how the fixtures were made.
 cat >"$out/expectations.json" <<JSON

@@ -153,7 +153,7 @@ func FuzzRun(f *testing.F) {
 	for _, seed := range []struct{ name, args string }{
 		{ReadFile, `{"path":"a.txt","offset":2,"limit":1}`}, {WriteFile, `{"path":"d/n.txt","content":"x"}`},
 		{EditFile, `{"path":"a.txt","old_string":"a","new_string":"b"}`}, {ListFiles, `{"recursive":true}`},
-		{Search, `{"pattern":"(?i)A","glob":"*.txt"}`}, {Memory, `{"action":"write","content":"m"}`},
+		{Search, `{"pattern":"(?i)A","glob":"*.txt"}`}, {Memory, `{"action":"replace","content":"m"}`},
 		{ReadFile, `{"path":"../outside/secret.txt"}`}, {ReadFile, `{"path":"link/secret.txt"}`},
 		{"nope", `[]`}, {Search, `{"pattern":"(","path":"\u0000"}`}, {ReadFile, `{"path":"a.txt","offset":1e300}`},
 	} {

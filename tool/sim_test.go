@@ -51,7 +51,7 @@ func TestPlannerDrivesTools(t *testing.T) {
 		{"list_files, then search pattern=hello", []string{"list_files", "search"}, true, "", ""},
 		{`write_file path=out/new.txt content="hi there", then read_file path=out/new.txt`, []string{"write_file", "read_file"}, true, "ws/out/new.txt", "hi there"},
 		{"edit_file path=notes.txt old_string=hello new_string=goodbye", []string{"edit_file"}, true, "ws/notes.txt", "goodbye world\n"},
-		{`memory action=write content="the bug is in parse.go"`, []string{"memory"}, true, "memory/working_memory.md", "the bug is in parse.go"},
+		{`memory action=replace content="the bug is in parse.go"`, []string{"memory"}, true, "memory/working_memory.md", "the bug is in parse.go"},
 		{"look at docs/guide.md and tell me what it says", []string{"read_file", "list_files", "search", "write_file"}, false, "", ""},
 		{"do what you can, in parallel", []string{"read_file", "list_files", "search", "write_file"}, false, "", ""},
 	} {

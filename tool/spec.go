@@ -78,14 +78,7 @@ var specs = []spec{
 			`"new_string":{"type":"string","description":"the text to put in its place"},` +
 			`"replace_all":{"type":"boolean","description":"replace every occurrence instead of exactly one"}},` +
 			`"required":["path","old_string","new_string"],"additionalProperties":false}`},
-	{Memory, schema.EffectWorkspace,
-		"Your working memory, a Markdown file kept with you across conversations and moves: action \"read\" " +
-			"returns it, action \"write\" replaces all of it with content (read it first and keep what still " +
-			"matters). Keep it short: it holds at most 64 KiB.",
-		`{"type":"object","properties":{` +
-			`"action":{"type":"string","enum":["read","write"],"description":"read or write the working memory"},` +
-			`"content":{"type":"string","description":"for write: the complete new working memory"}},` +
-			`"required":["action"],"additionalProperties":false}`},
+	{Memory, schema.EffectWorkspace, memoryDescription(MaxMemoryBytes), memoryParams}, // memory.go
 }
 
 // Effect returns the effect class of the built-in tool name

@@ -16,7 +16,8 @@ import (
 const (
 	DefaultMaxOutput    = 16 << 10
 	DefaultMaxFileBytes = 8 << 20
-	// MaxMemoryBytes bounds the working memory the memory tool writes.
+	// MaxMemoryBytes bounds the working memory the memory tool writes when
+	// Options.MaxMemoryBytes is zero (envspec.DefaultWorkingMaxBytes).
 	MaxMemoryBytes = 64 << 10
 )
 
@@ -25,12 +26,15 @@ const (
 type Options struct {
 	// MaxOutput is the most bytes of output a Result's Content carries
 	// before it is cut (DefaultMaxOutput when zero); the memory tool's
-	// output is cut at MaxMemoryBytes at the earliest, so the model always
-	// sees its whole working memory.
+	// output is cut at the memory's limit at the earliest, so the model
+	// always sees its whole working memory.
 	MaxOutput int
 	// MemoryFile is the absolute path of the capsule's
 	// memory/working_memory.md. Empty: the memory tool is not offered.
 	MemoryFile string
+	// MaxMemoryBytes is the largest working memory the memory tool writes
+	// (the spec's memory.working_max_bytes; MaxMemoryBytes when zero).
+	MaxMemoryBytes int
 	// MaxFileBytes is the largest file read_file and edit_file read and
 	// write_file writes; search skips bigger files (DefaultMaxFileBytes
 	// when zero).
@@ -73,6 +77,9 @@ func OpenWorkspace(dir string, o Options) (*Workspace, error) {
 		root.Close()
 		return nil, fmt.Errorf("tool: open workspace: %w", err)
 	}
+	if o.MaxMemoryBytes <= 0 {
+		o.MaxMemoryBytes = MaxMemoryBytes
+	}
 	w := &Workspace{root: root, dir: abs, opts: o}
 	if o.MemoryFile != "" {
 		if !filepath.IsAbs(o.MemoryFile) {
@@ -105,6 +112,9 @@ func (w *Workspace) Close() error {
 func (w *Workspace) Tools() []render.Tool {
 	var out []render.Tool
 	for _, s := range specs {
+		if s.name == Memory {
+			s.desc = memoryDescription(w.opts.MaxMemoryBytes)
+		}
 		if w.offers(s.name) {
 			out = append(out, s.declaration())
 		}
@@ -153,7 +163,7 @@ func (w *Workspace) Run(ctx context.Context, name string, args json.RawMessage) 
 	}
 	limit := w.opts.MaxOutput
 	if name == Memory { // the model sees all of its working memory
-		limit = max(limit, MaxMemoryBytes)
+		limit = max(limit, w.opts.MaxMemoryBytes)
 	}
 	r = capped(runners[name](w, ctx, b), limit)
 	if h := readOn[name]; r.Full != nil && !r.IsError && h != "" {

@@ -111,6 +111,7 @@ func exitCases(f exitFixture, scratch func() string) map[string]exitCase {
 		"agent log":      {missing: append([]string{"agent", "log", id}, noNode...), usage: []string{"agent", "log"}},
 		"agent chat":     {missing: append([]string{"agent", "chat", id}, noNode...), usage: []string{"agent", "chat"}},
 		"agent wait":     {missing: append([]string{"agent", "wait", id}, noNode...), usage: []string{"agent", "wait"}},
+		"memory show":    {missing: []string{"memory", "show", nope()}, usage: []string{"memory", "show"}, tampered: []string{"memory", "show", f.bad}, tamperedCode: 1},
 		"move":           {missing: append([]string{"move", id, "--to", peer}, noNode...), usage: append([]string{"move", id, "--to", "not-a-node-id"}, noNode...)},
 		"move status":    {missing: append([]string{"move", "status", id}, noNode...), usage: []string{"move", "status"}},
 		"agent approve":  {missing: append([]string{"agent", "approve", id, "c1"}, noNode...), usage: []string{"agent", "approve", id}},

@@ -68,6 +68,7 @@ var exitDocs = map[string]exitDoc{
 	"agent approve":  {verify: "the decision was refused (its reason code is printed)", other: "the node does not hold the agent; " + otherNode},
 	"agent deny":     {verify: "the decision was refused (its reason code is printed)", other: "the node does not hold the agent; " + otherNode},
 	"agent effect":   {verify: "the record was refused: no unresolved effect of that call (unknown_call)", other: "the node does not hold the agent; " + otherNode},
+	"memory show":    {verify: "DIR's working memory does not match its manifest", other: "a missing DIR or any other error reading it; the node is not running at --data (AGENT), or does not have the agent"},
 	"move":           {other: "the move rolled back, found this node stale or waits for resolution; " + otherNode},
 	"move status":    {other: otherNode},
 	"move resolve":   {other: otherNode},

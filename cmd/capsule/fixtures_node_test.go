@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentcapsule/capsule/schema"
 )
@@ -30,13 +32,18 @@ var nodeRecordKinds = map[string]schema.Kind{
 	"agents/*/shadow.json":    schema.Shadow,
 	"agents/*/statcache.json": schema.StatCache,
 	"agents/*/incoming.jsonl": schema.Journal,
-	"agents/*/capsule/**":     "",
-	"agents/*/work/**":        "",
-	"agents/*/cas/**":         "",
-	"agents/*/shadow/**":      "",
-	"agents/*/staging/**":     "",
-	"agents/*/fresh/**":       "",
-	"node.lock":               "",
+	// the node's scratch copy of the capsule's working memory (FORMAT §11.1)
+	"agents/*/working_memory.md": schema.Session,
+	// an atomic write of a record that a SIGKILL cut before its rename (the
+	// crashed move of the fixtures): never read, the record is the named file
+	"agents/*/.tmp-*":     "",
+	"agents/*/capsule/**": "",
+	"agents/*/work/**":    "",
+	"agents/*/cas/**":     "",
+	"agents/*/shadow/**":  "",
+	"agents/*/staging/**": "",
+	"agents/*/fresh/**":   "",
+	"node.lock":           "",
 }
 
 func kindOfNodeFile(rel string) (schema.Kind, bool) {
@@ -50,6 +57,11 @@ func kindOfNodeFile(rel string) (schema.Kind, bool) {
 			p += "/**"
 		}
 		if k, ok := nodeRecordKinds[p]; ok {
+			return k, true
+		}
+	}
+	for pat, k := range nodeRecordKinds { // patterns with a wildcard in the name
+		if ok, _ := path.Match(pat, strings.Join(parts, "/")); ok && !strings.HasSuffix(pat, "**") {
 			return k, true
 		}
 	}
@@ -140,6 +152,12 @@ func recordVersions(t *testing.T, p string, k schema.Kind) []int {
 	if k == schema.NodeKey {
 		if !bytes.HasPrefix(b, []byte("-----BEGIN ")) {
 			t.Errorf("%s: not PEM", p)
+		}
+		return []int{1}
+	}
+	if k == schema.Session { // Markdown: its version is the capsule's schemas.session
+		if !utf8.Valid(b) {
+			t.Errorf("%s: not UTF-8", p)
 		}
 		return []int{1}
 	}

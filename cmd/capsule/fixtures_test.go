@@ -310,6 +310,19 @@ func restoreFolder(t *testing.T, src, listing string) string {
 			if err := os.WriteFile(filepath.Join(dst, rel), data, mode); err != nil {
 				t.Fatal(err)
 			}
+		case "link": // link ./path -> target
+			if len(f) != 4 || f[2] != "->" {
+				t.Fatalf("%s: malformed line %q", listing, line)
+			}
+			if got, err := os.Readlink(filepath.Join(src, rel)); err != nil || got != f[3] {
+				t.Fatalf("fixture link %s points to %q (%v), the listing says %q", filepath.Join(src, rel), got, err, f[3])
+			}
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(f[3], filepath.Join(dst, rel)); err != nil {
+				t.Fatal(err)
+			}
 		default:
 			t.Fatalf("%s: a capsule fixture holds %q", listing, line)
 		}

@@ -59,6 +59,8 @@ programs, named so that nobody mistakes them for one.
                        encrypted_content, Gemini thought signatures,
                        Ollama thinking.
   capsule-sim/echo     answers with the newest user message.
+  capsule-sim/embed    an embedding model: deterministic hashed vectors of
+                       the text's words (768 dimensions, L2-normalised).
 
 One server speaks every protocol, whole and streamed, at the paths the
 official SDKs use (give each SDK the base URL in parentheses):
@@ -69,6 +71,10 @@ official SDKs use (give each SDK the base URL in parentheses):
   POST /v1beta/models/M:generateContent           Gemini (URL)
   POST /v1beta/models/M:streamGenerateContent     Gemini, streamed
   POST /api/chat                                  Ollama (URL)
+  POST /v1/embeddings                             OpenAI embeddings (URL/v1)
+  POST /v1beta/models/M:embedContent              Gemini embeddings (URL)
+  POST /v1beta/models/M:batchEmbedContents        Gemini, many texts
+  POST /api/embed                                 Ollama embeddings (URL)
   GET  /capsule-sim/requests                      the request log, as JSON
 
 Every request is checked against its provider's documented rules (a tool

@@ -75,7 +75,7 @@ func newNodeCmd() *cobra.Command {
 		step, toolWait, modelTimeout                  time.Duration
 		modelEndpoint, canary                         string
 		endpoints                                     []string
-		allowUnsandboxed                              bool
+		allowUnsandboxed, discardRefused              bool
 		ui                                            uiOptions
 	}
 	c := &cobra.Command{
@@ -148,7 +148,7 @@ and a move's target uses its own.`,
 				return err
 			}
 			return runNode(cmd, o.ui, node.Config{Dir: o.data, Listen: o.listen, MetricsAddr: o.metrics, Logger: logger,
-				StepInterval: o.step, Commit: buildCommit(), Endpoints: endpoints, ModelEndpoint: o.modelEndpoint, ToolWait: o.toolWait, ModelTimeout: o.modelTimeout, AllowUnsandboxed: o.allowUnsandboxed,
+				StepInterval: o.step, Commit: buildCommit(), Endpoints: endpoints, ModelEndpoint: o.modelEndpoint, ToolWait: o.toolWait, ModelTimeout: o.modelTimeout, AllowUnsandboxed: o.allowUnsandboxed, DiscardRefused: o.discardRefused,
 				SecretStore: o.secretStore, Canary: o.canary})
 		},
 	}
@@ -160,6 +160,7 @@ and a move's target uses its own.`,
 	c.Flags().StringVar(&o.modelEndpoint, "model-endpoint", "", "root URL that serves every provider not named by --endpoint (the embedded simulator)")
 	c.Flags().StringArrayVar(&o.endpoints, "endpoint", nil, "PROVIDER=URL: the base URL this node calls a provider at (repeatable)")
 	c.Flags().DurationVar(&o.toolWait, "tool-wait", 30*time.Second, "how long a move or a stop waits for a running tool before it is refused")
+	c.Flags().BoolVar(&o.discardRefused, "discard-refused", false, "discard instead of block an agent whose resume the compatibility checks refuse, when its spec says ephemeral and nothing forbids it (FORMAT §11.9.4; its journal is kept as discarded-<time>.jsonl)")
 	c.Flags().BoolVar(&o.allowUnsandboxed, "allow-unsandboxed", false, "let an agent whose environment spec says sandbox none run its tools' processes without a sandbox (agent status shows it)")
 	c.Flags().DurationVar(&o.modelTimeout, "model-timeout", 10*time.Minute, "bound on one model call, retries included; when it runs out nothing is journaled and a later step calls again")
 	c.Flags().StringVar(&o.secretStore, "secret-store", "", `where agents' secrets are looked up: keyring, pass or file (default $CAPSULE_SECRET_STORE, else file if DATA/secrets.json exists, else keyring); then CAPSULE_SECRET_<NAME> (see "capsule secret --help")`)

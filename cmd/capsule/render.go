@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/agentcapsule/capsule/agent"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,8 @@ func newRenderCmd() *cobra.Command {
 		Short: "Print the request an agent's journal renders to for one model",
 		Long: `Render the journal of a capsule (PATH is a capsule folder, or a journal .jsonl
 file) into the request body of one model API and print it on stdout, exactly
-as it would be sent. Rendering is a pure function of the journal, the target
+as it would be sent (a folder's working memory included, after the
+instructions). Rendering is a pure function of the journal, the target
 and the window: it never calls the provider.
 
 The renderer keeps private reasoning only for the model that produced it,
@@ -179,6 +181,11 @@ func renderFile(path string, t render.Target) ([]byte, *render.Report, error) {
 		if err := capsule.CheckReadable(vfs.OS{}, path); err != nil && !errors.Is(err, capsule.ErrNotCapsule) {
 			return nil, nil, verifyError{err} // versions first (FORMAT §11.4)
 		}
+		mem, err := os.ReadFile(filepath.Join(path, "memory", "working_memory.md")) // pinned after the instructions (FORMAT §6.4)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, err
+		}
+		t.WorkingMemory = string(mem)
 		path = filepath.Join(path, "memory", "timeline_events.jsonl")
 	}
 	file, err := os.Open(path)

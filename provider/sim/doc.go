@@ -13,7 +13,11 @@
 // (Anthropic thinking with a signature, Responses reasoning items with
 // encrypted content, Gemini thought signatures, Ollama thinking);
 // capsule-sim/echo repeats the newest user request. A replay mode answers
-// from a recorded cassette keyed by request digest instead.
+// from a recorded cassette keyed by request digest instead. The
+// embeddings APIs (OpenAI /v1/embeddings, Gemini embedContent and
+// batchEmbedContents, Ollama /api/embed) serve capsule-sim/embed, a
+// deterministic feature-hashing model (embed*.go), with faults a test
+// can inject (SetEmbedFaults).
 //
 // Every request is checked against its provider's documented rules
 // (Check; reference §1 of provider-rendering.md) before it is answered: a

@@ -61,6 +61,7 @@ type Server struct {
 	sign signer
 	mu   sync.Mutex
 	log  []Request
+	emb  embedState // the embeddings endpoints' faults (embed_fault.go)
 }
 
 // New returns a server with the given configuration.
@@ -104,7 +105,9 @@ func (s *Server) record(r Request) {
 // ServeHTTP routes a request by its path, as each SDK spells it:
 // .../chat/completions, .../responses, .../messages, /api/chat and
 // .../models/M:generateContent or :streamGenerateContent (alt=sse or a
-// JSON array). GET /capsule-sim/requests returns the request log.
+// JSON array), and the embeddings endpoints (embed_serve.go):
+// .../embeddings, .../models/M:embedContent or :batchEmbedContents, and
+// /api/embed. GET /capsule-sim/requests returns the request log.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	if r.Method == http.MethodGet {
@@ -124,6 +127,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.handle(w, r, render.Anthropic, "", false)
 	case p == "/api/chat":
 		s.handle(w, r, render.Ollama, "", false)
+	case strings.HasSuffix(p, "/embeddings"):
+		s.handleEmbed(w, r, openaiEmbeddings)
+	case strings.HasSuffix(p, ":embedContent"), strings.HasSuffix(p, ":batchEmbedContents"):
+		s.handleEmbed(w, r, geminiEmbeddings)
+	case p == "/api/embed":
+		s.handleEmbed(w, r, ollamaEmbeddings)
 	case strings.Contains(p, ":generateContent"), strings.Contains(p, ":streamGenerateContent"):
 		model, method, _ := strings.Cut(geminiResource(p), ":")
 		s.handle(w, r, render.Gemini, model, method == "streamGenerateContent")
@@ -149,13 +158,13 @@ func (s *Server) serveGet(w http.ResponseWriter, p string) {
 		writeJSON(w, http.StatusOK, s.Requests())
 	case "/v1/models", "/models":
 		var data []any
-		for _, m := range Models {
+		for _, m := range append(append([]string(nil), Models...), EmbedModels...) {
 			data = append(data, map[string]any{"id": m, "object": "model", "created": created, "owned_by": "capsule-sim"})
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 	case "/api/tags":
 		var ms []any
-		for _, m := range Models {
+		for _, m := range append(append([]string(nil), Models...), EmbedModels...) {
 			ms = append(ms, map[string]any{"name": m, "model": m, "modified_at": createdText, "size": 0})
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"models": ms})
