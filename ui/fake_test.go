@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/agentcapsule/capsule/api"
@@ -24,6 +25,7 @@ type fakeService struct {
 	waiting []api.WaitingApproval
 	calls   []string        // the actions made, "say hello", "approve c1 by alice"
 	live    []journal.Event // what a watch sends after its caught-up mark
+	memory  string          // the agent's working memory
 	refuse  error           // if set, every action is refused with it
 	status  api.AgentStatus
 }
@@ -115,6 +117,12 @@ func (f *fakeService) Move(_ context.Context, id string, req api.MoveRequest, _ 
 
 func (f *fakeService) Approve(_ context.Context, id string, req api.ApproveRequest) (api.EventRef, error) {
 	return api.EventRef{}, f.record(fmt.Sprintf("%s %s by %s digest %s reason %q", req.Decision, req.CallID, req.By, req.ArgumentsDigest, req.Reason))
+}
+
+func (f *fakeService) WorkingMemory(_ context.Context, id string) (api.WorkingMemory, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return api.WorkingMemory{Agent: id, Bytes: len(f.memory), Limit: 4096, Digest: "sha256:" + strings.Repeat("f", 64), Text: f.memory}, nil
 }
 
 func (f *fakeService) RecordEffect(context.Context, string, api.EffectRequest) (api.EventRef, error) {

@@ -24,6 +24,10 @@ type view struct {
 	Page   timelinePage
 	Models []modelChoice
 	By     string
+	// Memory is the agent's working memory; MemoryErr says why it is
+	// not shown (the page still is).
+	Memory    *api.WorkingMemory
+	MemoryErr string
 }
 
 // timelinePage is one page of an agent's timeline.
@@ -133,6 +137,11 @@ func (s *Server) agentPage(w http.ResponseWriter, r *http.Request, x session, st
 		return
 	}
 	v.Agent = &st
+	if m, merr := s.cfg.Service.WorkingMemory(r.Context(), id); merr == nil {
+		v.Memory = &m
+	} else {
+		v.MemoryErr = merr.Error()
+	}
 	if v.Peers, err = s.cfg.Service.Peers(r.Context()); err == nil {
 		v.Page, err = s.timeline(r, id)
 	}

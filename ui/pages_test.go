@@ -36,12 +36,14 @@ func items(body string) []string {
 	return out
 }
 
-// The agent page shows the agent's state and its timeline: each kind,
-// reasoning folded under its producer, tool calls with their arguments
-// and results, the model change and the move, and text escaped.
+// The agent page shows the agent's state, its working memory and its
+// timeline: each kind, reasoning folded under its producer, tool calls
+// with their arguments and results, the model change and the move, and
+// text escaped.
 func TestAgentPageShowsTheTimeline(t *testing.T) {
 	f := newFakeService()
 	conversation(f)
+	f.memory = "- the bug is in <calc.go>"
 	s, err := New(Config{Service: f, Token: testToken}) // one page holds them all
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +64,7 @@ func TestAgentPageShowsTheTimeline(t *testing.T) {
 		"openai responses capsule-sim/planner",
 		"from na to nb at epoch 2",
 		`data-live="/agents/` + fakeAgent + `/live?from=9"`,
+		`<pre class="memory">- the bug is in &lt;calc.go&gt;</pre>`,
 	} {
 		if !strings.Contains(body, frag) {
 			t.Errorf("the agent page lacks %q", frag)

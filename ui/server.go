@@ -16,12 +16,13 @@ import (
 var assets embed.FS
 
 // Service is what the web view reads and acts through: the node's local
-// API with its approvals and its paged journal read. *api.LocalClient
+// API with its approvals, its paged journal read and working memory. *api.LocalClient
 // implements it, so every action meets the checks of the CLI's calls.
 type Service interface {
 	api.LocalService
 	api.Approver
 	api.EventReader
+	api.MemoryReader
 }
 
 // Config configures a Server.

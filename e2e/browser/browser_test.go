@@ -206,6 +206,11 @@ func (b *browserRun) fleet() {
 	}
 	b.shot("fleet-n1")
 	b.run("open the agent", chromedp.Click(`tr.agent a`, chromedp.ByQuery), chromedp.WaitVisible(`#timeline`, chromedp.ByQuery))
+	var memory string
+	b.run("working memory", chromedp.Text(`#memory`, &memory, chromedp.ByQuery))
+	if !strings.Contains(memory, "bytes, sha256:") {
+		b.t.Errorf("the agent page's working memory: %q, want its size and digest", memory)
+	}
 	b.shot("agent-n1")
 }
 
