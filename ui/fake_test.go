@@ -38,9 +38,14 @@ func newFakeService() *fakeService {
 
 // add journals one event of kind with body.
 func (f *fakeService) add(kind journal.Kind, body any) journal.Event {
+	return f.addAt(kind, 1, "2026-12-01T00:00:00Z", body)
+}
+
+// addAt journals one event under epoch at the wall time at.
+func (f *fakeService) addAt(kind journal.Kind, epoch uint64, at string, body any) journal.Event {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	e, err := f.w.Next(kind, 1, "2026-12-01T00:00:00Z", body)
+	e, err := f.w.Next(kind, epoch, at, body)
 	if err != nil {
 		panic(err)
 	}

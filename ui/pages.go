@@ -28,6 +28,7 @@ type view struct {
 	// not shown (the page still is).
 	Memory    *api.WorkingMemory
 	MemoryErr string
+	Moves     []pastMove
 }
 
 // timelinePage is one page of an agent's timeline.
@@ -55,8 +56,9 @@ type pages struct{ sets map[string]*template.Template }
 
 func parsePages() (*pages, error) {
 	p := &pages{sets: map[string]*template.Template{}}
-	for _, name := range []string{"fleet", "agent", "refused"} {
-		t, err := template.New(name).ParseFS(assets, "assets/templates/layout.tmpl", "assets/templates/item.tmpl", "assets/templates/"+name+".tmpl")
+	funcs := template.FuncMap{"chartWidth": func(n int) int { return 20 + n*30 }}
+	for _, name := range []string{"fleet", "agent", "refused", "moves"} {
+		t, err := template.New(name).Funcs(funcs).ParseFS(assets, "assets/templates/layout.tmpl", "assets/templates/item.tmpl", "assets/templates/"+name+".tmpl")
 		if err != nil {
 			return nil, fmt.Errorf("ui: templates: %w", err)
 		}

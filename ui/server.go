@@ -90,6 +90,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /{$}", s.reader(s.fleet))
 	s.mux.HandleFunc("GET /agents/{id}", s.reader(s.agent))
 	s.mux.HandleFunc("GET /agents/{id}/live", s.reader(s.live))
+	s.mux.HandleFunc("GET /agents/{id}/moves", s.reader(s.moves))
 	for _, a := range s.actions() {
 		s.mux.HandleFunc("POST /agents/{id}/"+a.name, s.action(s.do(a)))
 	}

@@ -353,6 +353,15 @@ func (b *browserRun) move() {
 		b.t.Errorf("on n2 the agent is %q held by %q, want running, held by %s", state, holder, b.n2.id)
 	}
 	b.shot("agent-n2")
+	var rows string
+	b.run("the moves page", chromedp.Navigate(b.agentURL(b.n2)+"/moves"), chromedp.WaitVisible(`#moves`, chromedp.ByQuery),
+		chromedp.Text(`#moves`, &rows, chromedp.ByQuery))
+	if !strings.Contains(rows, b.n2.id) || !strings.Contains(rows, " ms") {
+		b.t.Errorf("the moves page on n2 lacks the move to %s with its frozen window:\n%s", b.n2.id, rows)
+	}
+	b.t.Logf("the moves page: %s", strings.Join(strings.Fields(rows), " "))
+	b.shot("moves-n2")
+	b.run("back to the agent", chromedp.Navigate(b.agentURL(b.n2)), chromedp.WaitVisible(`#say`, chromedp.ByQuery))
 	if got := b.say("Please list_files path=. on n2"); got != "openai responses capsule-sim/planner" {
 		b.t.Errorf("the reply on n2 came from %q, want openai responses capsule-sim/planner", got)
 	}
