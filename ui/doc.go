@@ -12,5 +12,5 @@
 // Content-Security-Policy. Pages read without JavaScript; one small
 // script of this package's own (assets/live.js) appends live events.
 //
-// Only cmd/capsule imports this package.
+// Only cmd/capsule (and the browser test, e2e/browser) imports this package.
 package ui
