@@ -137,7 +137,7 @@ func (s *Server) reader(h func(http.ResponseWriter, *http.Request, session)) htt
 // the session's CSRF token.
 func (s *Server) action(h func(http.ResponseWriter, *http.Request, session)) http.HandlerFunc {
 	return s.reader(func(w http.ResponseWriter, r *http.Request, x session) {
-		if !sameOrigin(r) {
+		if !sameOrigin(r, s.cfg.TLS) {
 			s.refuse(w, r, http.StatusForbidden, "cross-origin request refused")
 			return
 		}
@@ -151,10 +151,12 @@ func (s *Server) action(h func(http.ResponseWriter, *http.Request, session)) htt
 }
 
 // sameOrigin reports whether r's Origin (or, without one, its Referer)
-// is the origin r was sent to; a request with neither is refused.
-func sameOrigin(r *http.Request) bool {
+// is the origin r was sent to; a request with neither is refused. tls
+// says the browser reaches the view over TLS (r.TLS is nil behind a
+// proxy that ends TLS).
+func sameOrigin(r *http.Request, tls bool) bool {
 	scheme := "http"
-	if r.TLS != nil {
+	if r.TLS != nil || tls {
 		scheme = "https"
 	}
 	want := scheme + "://" + r.Host

@@ -275,3 +275,19 @@ func TestTwoViewsOnOneHost(t *testing.T) {
 		}
 	}
 }
+
+// Behind a proxy that ends TLS (Config.TLS), the view's origin is https:
+// an action from https://host passes the origin check, one from
+// http://host does not.
+func TestOriginBehindTLS(t *testing.T) {
+	for _, tc := range []struct {
+		origin string
+		ok     bool
+	}{{"https://view.example", true}, {"http://view.example", false}} {
+		r := httptest.NewRequest(http.MethodPost, "http://view.example/agents/x/say", nil)
+		r.Header.Set("Origin", tc.origin)
+		if got := sameOrigin(r, true); got != tc.ok {
+			t.Errorf("Origin %s behind TLS: %v, want %v", tc.origin, got, tc.ok)
+		}
+	}
+}
