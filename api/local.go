@@ -86,6 +86,7 @@ func NewLocalHandler(svc LocalService) http.Handler {
 	approveRoutes(mux, svc)
 	talkRoutes(mux, svc)
 	eventsRoutes(mux, svc)
+	workspaceRoutes(mux, svc)
 	memoryRoutes(mux, svc)
 	return cleanPaths(mux)
 }

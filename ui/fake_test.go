@@ -130,6 +130,17 @@ func (f *fakeService) WorkingMemory(_ context.Context, id string) (api.WorkingMe
 	return api.WorkingMemory{Agent: id, Bytes: len(f.memory), Limit: 4096, Digest: "sha256:" + strings.Repeat("f", 64), Text: f.memory}, nil
 }
 
+func (f *fakeService) Workspace(_ context.Context, id string) (api.Workspace, error) {
+	if id != fakeAgent {
+		return api.Workspace{}, fmt.Errorf("%w: agent %s", api.ErrNotFound, id)
+	}
+	return api.Workspace{Agent: id, Digest: "sha256:" + strings.Repeat("1", 64), Entries: []api.WorkspaceEntry{
+		{Path: "README", Type: "file", Size: 6, Blob: "sha256:" + strings.Repeat("2", 64)},
+		{Path: "link", Type: "symlink", Target: "README"},
+		{Path: "src/<run>.sh", Type: "file", Size: 10, Exec: true, Blob: "sha256:" + strings.Repeat("3", 64)},
+	}}, nil
+}
+
 func (f *fakeService) RecordEffect(context.Context, string, api.EffectRequest) (api.EventRef, error) {
 	return api.EventRef{}, f.record("effect")
 }

@@ -29,6 +29,7 @@ type view struct {
 	Memory    *api.WorkingMemory
 	MemoryErr string
 	Moves     []pastMove
+	Workspace *api.Workspace
 }
 
 // timelinePage is one page of an agent's timeline.
@@ -57,7 +58,7 @@ type pages struct{ sets map[string]*template.Template }
 func parsePages() (*pages, error) {
 	p := &pages{sets: map[string]*template.Template{}}
 	funcs := template.FuncMap{"chartWidth": func(n int) int { return 20 + n*30 }}
-	for _, name := range []string{"fleet", "agent", "refused", "moves"} {
+	for _, name := range []string{"fleet", "agent", "refused", "moves", "workspace"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(assets, "assets/templates/layout.tmpl", "assets/templates/item.tmpl", "assets/templates/"+name+".tmpl")
 		if err != nil {
 			return nil, fmt.Errorf("ui: templates: %w", err)
@@ -189,4 +190,18 @@ func (s *Server) timeline(r *http.Request, id string) (timelinePage, error) {
 		tp.Newer = base + "?before=" + strconv.Itoa(tp.End+s.cfg.PageSize)
 	}
 	return tp, nil
+}
+
+// workspace shows the agent's recorded workspace as a file tree.
+func (s *Server) workspace(w http.ResponseWriter, r *http.Request, x session) {
+	id := r.PathValue("id")
+	v := view{Title: "Workspace of " + id, CSRF: x.csrf}
+	ws, err := s.cfg.Service.Workspace(r.Context(), id)
+	if err != nil {
+		v.Error = err.Error()
+		s.pages.render(w, statusOf(err), "refused", v)
+		return
+	}
+	v.Workspace = &ws
+	s.pages.render(w, http.StatusOK, "workspace", v)
 }

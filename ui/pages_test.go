@@ -166,3 +166,23 @@ func TestLiveStreamsItems(t *testing.T) {
 		t.Errorf("reconnect at Last-Event-ID 8:\n%s\nwant items 8 and 9 only", got)
 	}
 }
+
+// The workspace page lists the recorded tree, paths escaped.
+func TestWorkspacePage(t *testing.T) {
+	ts := newTestServer(t, newFakeService())
+	c := browser(t)
+	login(t, ts, c)
+	body := readBody(t, get(t, c, ts.URL+"/agents/"+fakeAgent+"/workspace"))
+	for _, frag := range []string{
+		`<tr class="entry"><td class="id">README</td><td>file</td><td>6</td>`,
+		`<td class="id">link</td><td>symlink</td><td></td><td class="id">→ README</td>`,
+		`<td class="id">src/&lt;run&gt;.sh</td><td>file (exec)</td><td>10</td>`,
+	} {
+		if !strings.Contains(body, frag) {
+			t.Errorf("the workspace page lacks %q\n%s", frag, body)
+		}
+	}
+	if resp := get(t, c, ts.URL+"/agents/01JBBBBBBBBBBBBBBBBBBBBBBB/workspace"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the workspace of an unknown agent: %s, want 404", resp.Status)
+	}
+}

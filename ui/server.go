@@ -16,13 +16,15 @@ import (
 var assets embed.FS
 
 // Service is what the web view reads and acts through: the node's local
-// API with its approvals, its paged journal read and working memory. *api.LocalClient
+// API with its approvals, its paged journal read, working memory and
+// recorded workspace. *api.LocalClient
 // implements it, so every action meets the checks of the CLI's calls.
 type Service interface {
 	api.LocalService
 	api.Approver
 	api.EventReader
 	api.MemoryReader
+	api.WorkspaceReader
 }
 
 // Config configures a Server.
@@ -91,6 +93,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /agents/{id}", s.reader(s.agent))
 	s.mux.HandleFunc("GET /agents/{id}/live", s.reader(s.live))
 	s.mux.HandleFunc("GET /agents/{id}/moves", s.reader(s.moves))
+	s.mux.HandleFunc("GET /agents/{id}/workspace", s.reader(s.workspace))
 	for _, a := range s.actions() {
 		s.mux.HandleFunc("POST /agents/{id}/"+a.name, s.action(s.do(a)))
 	}

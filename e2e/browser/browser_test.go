@@ -361,6 +361,13 @@ func (b *browserRun) move() {
 	}
 	b.t.Logf("the moves page: %s", strings.Join(strings.Fields(rows), " "))
 	b.shot("moves-n2")
+	var files string
+	b.run("the workspace page", chromedp.Navigate(b.agentURL(b.n2)+"/workspace"), chromedp.WaitVisible(`#files`, chromedp.ByQuery),
+		chromedp.Text(`#files`, &files, chromedp.ByQuery))
+	if !strings.Contains(files, "README") {
+		b.t.Errorf("the workspace page on n2 lacks README:\n%s", files)
+	}
+	b.shot("workspace-n2")
 	b.run("back to the agent", chromedp.Navigate(b.agentURL(b.n2)), chromedp.WaitVisible(`#say`, chromedp.ByQuery))
 	if got := b.say("Please list_files path=. on n2"); got != "openai responses capsule-sim/planner" {
 		b.t.Errorf("the reply on n2 came from %q, want openai responses capsule-sim/planner", got)
