@@ -46,6 +46,9 @@ const counterTool = "counter.increment"
 // like every built-in it needs approval only when the spec says so.
 const runTool = "run"
 
+// memorySearchTool is the built-in search of the memory index (from 0.3.0).
+const memorySearchTool = "memory_search"
+
 func releaseTools() map[string]Builtin {
 	return map[string]Builtin{counterTool: {Effect: schema.EffectWorkspace, Approval: schema.ApprovalNever}}
 }
@@ -69,10 +72,12 @@ func tools020() map[string]Builtin {
 	return t
 }
 
-// currentTools is this release's built-in table: 0.2.0's and the run tool.
+// currentTools is this release's built-in table: 0.2.0's, the run tool
+// and memory_search.
 func currentTools() map[string]Builtin {
 	t := tools020()
 	t[runTool] = Builtin{Effect: schema.EffectExternal, Approval: schema.ApprovalNever}
+	t[memorySearchTool] = Builtin{Effect: schema.EffectRead, Approval: schema.ApprovalNever}
 	return t
 }
 

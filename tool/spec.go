@@ -79,6 +79,7 @@ var specs = []spec{
 			`"replace_all":{"type":"boolean","description":"replace every occurrence instead of exactly one"}},` +
 			`"required":["path","old_string","new_string"],"additionalProperties":false}`},
 	{Memory, schema.EffectWorkspace, memoryDescription(MaxMemoryBytes), memoryParams}, // memory.go
+	{MemorySearch, schema.EffectRead, memorySearchDescription, memorySearchParams},    // memsearch.go
 }
 
 // Effect returns the effect class of the built-in tool name

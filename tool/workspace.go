@@ -35,6 +35,9 @@ type Options struct {
 	// MaxMemoryBytes is the largest working memory the memory tool writes
 	// (the spec's memory.working_max_bytes; MaxMemoryBytes when zero).
 	MaxMemoryBytes int
+	// Recall searches the agent's memory index. Nil: memory_search is not
+	// offered.
+	Recall Recall
 	// MaxFileBytes is the largest file read_file and edit_file read and
 	// write_file writes; search skips bigger files (DefaultMaxFileBytes
 	// when zero).
@@ -108,7 +111,8 @@ func (w *Workspace) Close() error {
 
 // Tools returns the tools to offer the model, in a fixed order: read_file,
 // list_files, search, write_file, edit_file, memory when the workspace
-// has a memory file, and run when it has a sandbox.
+// has a memory file, memory_search when it has a Recall, and run when it
+// has a sandbox.
 func (w *Workspace) Tools() []render.Tool {
 	var out []render.Tool
 	for _, s := range specs {
@@ -123,7 +127,13 @@ func (w *Workspace) Tools() []render.Tool {
 }
 
 func (w *Workspace) offers(name string) bool {
-	return Effect(name) != "" && (name != Memory || w.memRoot != nil)
+	switch name {
+	case Memory:
+		return w.memRoot != nil
+	case MemorySearch:
+		return w.opts.Recall != nil
+	}
+	return Effect(name) != ""
 }
 
 // runner runs one tool on arguments its schema accepted.
@@ -132,6 +142,7 @@ type runner func(w *Workspace, ctx context.Context, args json.RawMessage) Result
 var runners = map[string]runner{
 	ReadFile: (*Workspace).readFile, ListFiles: (*Workspace).listFiles, Search: (*Workspace).search,
 	WriteFile: (*Workspace).writeFile, EditFile: (*Workspace).editFile, Memory: (*Workspace).memory,
+	MemorySearch: (*Workspace).memorySearch,
 }
 
 // Run runs the tool name with the JSON arguments args. Every problem,

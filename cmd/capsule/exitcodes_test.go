@@ -91,6 +91,9 @@ func exitCases(f exitFixture, scratch func() string) map[string]exitCase {
 		"checkout":       {missing: []string{"checkout", nope(), "--to", filepath.Join(scratch(), "w")}, usage: []string{"checkout", f.good}, tampered: []string{"checkout", f.bad, "--to", filepath.Join(scratch(), "w"), "-q"}, tamperedCode: 1},
 		"migrate":        {missing: []string{"migrate", nope()}, usage: []string{"migrate", f.good, "--to", "9.9.9"}, tampered: []string{"migrate", copyOf(f.bad, scratch), "--to", "0.1.0"}, tamperedCode: 1},
 		"gc":             {missing: []string{"gc", nope()}, usage: []string{"gc"}, tampered: []string{"gc", copyOf(f.bad, scratch)}, tamperedCode: 1},
+		"memory rebuild": {missing: []string{"memory", "rebuild", nope()}, usage: []string{"memory", "rebuild"}, tampered: []string{"memory", "rebuild", copyOf(f.bad, scratch), "--check"}, tamperedCode: 1},
+		"memory search":  {missing: []string{"memory", "search", nope(), "q"}, usage: []string{"memory", "search", f.good}, tampered: []string{"memory", "search", f.bad, "q"}, tamperedCode: 1},
+		"memory stats":   {missing: []string{"memory", "stats", nope()}, usage: []string{"memory", "stats"}, tampered: []string{"memory", "stats", f.bad}, tamperedCode: 1},
 		// node and node id create a missing data folder, as documented.
 		"node":           {usage: []string{"node", "extra"}},
 		"node wait":      {missing: []string{"node", "wait", "--data", nope(), "--timeout", "100ms"}, usage: []string{"node", "wait", "extra"}},
