@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 
 	"github.com/agentcapsule/capsule/journal"
@@ -65,4 +66,25 @@ func TestJournalLinesTravelAsStored(t *testing.T) {
 	if _, err := c.Events(ctx, agentX, EventsQuery{Limit: MaxEventPage + 1}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a page above the limit: %v, want ErrInvalid", err)
 	}
+}
+
+// FuzzEventsQuery: no query string panics the parser, and whatever it
+// accepts is a page the node may read (CheckEventsQuery holds).
+func FuzzEventsQuery(f *testing.F) {
+	for _, s := range []string{"", "limit=100", "before=7&limit=3", "limit=0", "limit=1001", "before=-1&limit=5", "before=x", "limit=99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		q, err := parseEventsQuery(v)
+		if err == nil && CheckEventsQuery(q) != nil {
+			t.Fatalf("%q parsed as %+v, which CheckEventsQuery refuses", raw, q)
+		}
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%q: %v, want ErrInvalid", raw, err)
+		}
+	})
 }
