@@ -13,5 +13,6 @@
 // package node drives it. Blobs travel as a streaming binary body (see
 // WriteBlobFrame), never as base64 inside JSON.
 //
-// Only package node and cmd/capsule import this package.
+// Only package node, cmd/capsule and the web view (package ui) import this
+// package.
 package api

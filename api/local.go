@@ -85,6 +85,8 @@ func NewLocalHandler(svc LocalService) http.Handler {
 	discardRoutes(mux, svc)
 	approveRoutes(mux, svc)
 	talkRoutes(mux, svc)
+	eventsRoutes(mux, svc)
+	workspaceRoutes(mux, svc)
 	memoryRoutes(mux, svc)
 	return cleanPaths(mux)
 }

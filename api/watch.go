@@ -200,6 +200,7 @@ func serveWatch(w http.ResponseWriter, r *http.Request, svc LocalService, id str
 	}
 	started := false
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // journal lines go out as stored: "<" escaped is not canonical
 	send := func(m WatchMessage) error {
 		if !started {
 			w.Header().Set("Content-Type", "application/x-ndjson")

@@ -123,6 +123,7 @@ func exitCases(f exitFixture, scratch func() string) map[string]exitCase {
 		"move resolve":   {missing: append([]string{"move", "resolve", id}, noNode...), usage: []string{"move", "resolve"}},
 		"demo":           {usage: []string{"demo", "extra"}},
 		"version":        {usage: []string{"version", "extra"}},
+		"ui open":        {missing: []string{"ui", "open", "--data", nope()}, usage: []string{"ui", "open", "extra"}},
 		"compat check":   {missing: []string{"compat", "check", nope()}, usage: []string{"compat", "check"}, tampered: []string{"compat", "check", f.bad}, tamperedCode: 1},
 		"model serve":    {missing: []string{"model", "serve", "--replay", filepath.Join(f.ws, "no-such-cassette.json")}, usage: []string{"model", "serve", "--listen", "0.0.0.0:0"}},
 		// secret set creates a missing data folder; a missing store is empty to ls.

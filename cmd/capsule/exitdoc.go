@@ -74,6 +74,7 @@ var exitDocs = map[string]exitDoc{
 	"move resolve":   {other: otherNode},
 	"demo":           {verify: "the moved capsule did not verify on the new holder", other: "any other error"},
 	"version":        {other: "any other error"},
+	"ui open":        {other: "the node on --data has never served the web view (no token or address), xdg-open failed, or any other error"},
 	"model serve":    {other: "a missing or malformed --replay cassette, an address in use, or any other error"},
 	"secret set":     {other: "the store is unavailable here (keyring blocked, pass missing or not initialised), a secrets file open to others, or any other error"},
 	"secret ls":      {other: "the store is unavailable here, a secrets file open to others or malformed, or any other error"},

@@ -76,6 +76,7 @@ func newNodeCmd() *cobra.Command {
 		modelEndpoint, canary                         string
 		endpoints                                     []string
 		allowUnsandboxed, discardRefused              bool
+		ui                                            uiOptions
 	}
 	c := &cobra.Command{
 		Use:   "node",
@@ -97,6 +98,10 @@ do, and counts the capsules it holds per (kind, schema version). If one
 fails, the node stays not ready: /readyz answers 503 naming the capsule and
 the problem, its agents stay stopped (blocked, with the reason) and incoming
 moves are refused, until a restart passes. "capsule node status" shows it.
+
+With --ui ADDR it also serves the web view on ADDR (loopback only unless
+--ui-allow-remote; the JSON line then names it as "ui"), through the same
+local API the CLI uses; "capsule ui open" prints its login address.
 
 The CLI talks to it through DATA/node.sock (mode 0600). SIGINT or SIGTERM
 freezes every running agent at a step boundary, commits its capsule and
@@ -139,7 +144,10 @@ and a move's target uses its own.`,
 					return err
 				}
 			}
-			return runNode(cmd, node.Config{Dir: o.data, Listen: o.listen, MetricsAddr: o.metrics, Logger: logger,
+			if err := o.ui.check(); err != nil {
+				return err
+			}
+			return runNode(cmd, o.ui, node.Config{Dir: o.data, Listen: o.listen, MetricsAddr: o.metrics, Logger: logger,
 				StepInterval: o.step, Commit: buildCommit(), Endpoints: endpoints, ModelEndpoint: o.modelEndpoint, ToolWait: o.toolWait, ModelTimeout: o.modelTimeout, AllowUnsandboxed: o.allowUnsandboxed, DiscardRefused: o.discardRefused,
 				SecretStore: o.secretStore, Canary: o.canary})
 		},
@@ -156,6 +164,7 @@ and a move's target uses its own.`,
 	c.Flags().BoolVar(&o.allowUnsandboxed, "allow-unsandboxed", false, "let an agent whose environment spec says sandbox none run its tools' processes without a sandbox (agent status shows it)")
 	c.Flags().DurationVar(&o.modelTimeout, "model-timeout", 10*time.Minute, "bound on one model call, retries included; when it runs out nothing is journaled and a later step calls again")
 	c.Flags().StringVar(&o.secretStore, "secret-store", "", `where agents' secrets are looked up: keyring, pass or file (default $CAPSULE_SECRET_STORE, else file if DATA/secrets.json exists, else keyring); then CAPSULE_SECRET_<NAME> (see "capsule secret --help")`)
+	uiFlags(c, &o.ui)
 	c.Flags().StringVar(&o.canary, "canary", "", "a folder of representative capsules (one folder each) read through the full read path at start, with the fixtures built in, before the node is ready")
 	c.AddCommand(newNodeIDCmd(), newNodeWaitCmd(), newNodeStatusCmd(), newPeerCmd())
 	return c
@@ -171,7 +180,7 @@ func newLogger(w io.Writer, format string) (*slog.Logger, error) {
 	return nil, usageError{fmt.Errorf("--log-format %q: want text or json", format)}
 }
 
-func runNode(cmd *cobra.Command, cfg node.Config) error {
+func runNode(cmd *cobra.Command, uo uiOptions, cfg node.Config) error {
 	n, err := node.New(cfg)
 	if err != nil {
 		return err
@@ -186,9 +195,19 @@ func runNode(cmd *cobra.Command, cfg node.Config) error {
 	if m := n.MetricsAddr(); m != "" {
 		line["metrics"] = m
 	}
+	stopUI := func() {}
+	if uo.addr != "" {
+		var addr string
+		if addr, stopUI, err = startUI(uo, cfg.Dir, cfg.Logger); err != nil {
+			_ = n.Close(context.Background())
+			return err
+		}
+		line["ui"] = addr
+	}
 	b, _ := json.Marshal(line)
 	fmt.Fprintln(cmd.OutOrStdout(), string(b))
 	<-ctx.Done()
+	stopUI()
 	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return n.Close(cctx)
