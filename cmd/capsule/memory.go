@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -167,7 +166,7 @@ its spec names (memory.embedder) and writes nothing either.`,
 			}
 			ctx, stop := interruptible(cmd)
 			defer stop()
-			if fi, err := os.Stat(args[0]); !(err == nil && fi.IsDir() || strings.ContainsRune(args[0], os.PathSeparator)) {
+			if !isFolderArg(args[0]) {
 				return searchAgentMemory(ctx, cmd, data, args[0], args[1], k, asJSON)
 			}
 			e := memoryEmbedder()

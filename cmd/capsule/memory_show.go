@@ -54,7 +54,7 @@ agent ID.`,
 // readWorkingMemory reads the working memory of the capsule folder arg,
 // or asks the node on data for agent arg's.
 func readWorkingMemory(cmd *cobra.Command, arg, data string) (api.WorkingMemory, error) {
-	if fi, err := os.Stat(arg); err == nil && fi.IsDir() || strings.ContainsRune(arg, os.PathSeparator) {
+	if isFolderArg(arg) {
 		return folderWorkingMemory(arg)
 	}
 	cl, err := localClient(data)
@@ -62,6 +62,14 @@ func readWorkingMemory(cmd *cobra.Command, arg, data string) (api.WorkingMemory,
 		return api.WorkingMemory{}, err
 	}
 	return cl.WorkingMemory(cmd.Context(), arg)
+}
+
+// isFolderArg reports whether the AGENT|DIR argument arg names a capsule
+// folder: an existing directory, or a path with a separator; anything
+// else is an agent ID.
+func isFolderArg(arg string) bool {
+	fi, err := os.Stat(arg)
+	return err == nil && fi.IsDir() || strings.ContainsRune(arg, os.PathSeparator)
 }
 
 // folderWorkingMemory reads the working memory of the capsule at dir,
