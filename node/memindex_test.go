@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,9 +9,11 @@ import (
 	"testing"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/envspec"
 	"github.com/agentcapsule/capsule/journal"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/memory"
+	"github.com/agentcapsule/capsule/provider/sim"
 )
 
 // An agent on the simulator searches its memory with memory_search: the
@@ -68,5 +71,66 @@ func TestAgentSearchesItsMemory(t *testing.T) {
 	_, rep, _, err := memory.Open(t.Context(), n.fsys, a.capsule(), memory.Hash{})
 	if err != nil || rep.Mode == memory.ModeFull {
 		t.Errorf("opening the capsule's index after the search: %+v (%v), want it reused", rep, err)
+	}
+}
+
+// The spec's memory.embedder chooses a remote embedder: the node calls it
+// where it calls that provider (here the simulator, as --model-endpoint)
+// with the key the spec names from the host's secret store; the index the
+// search saves is that embedder's, and the key is in no file of the
+// capsule.
+func TestAgentSearchesWithTheSpecsEmbedder(t *testing.T) {
+	const key = "sk-embed-7d1e0b3c9a"
+	s, url := startSim(t)
+	n := newCluster(t, nodeOpts{agentLoop: true, endpoint: url, env: map[string]string{"CAPSULE_SECRET_EMBED_KEY": key}}).nodes[0]
+	st, err := n.CreateAgent(t.Context(), api.CreateAgentRequest{Name: "remote", From: project(t), Model: planner, Stopped: true,
+		Task: "Please memory_search query=where_is_the_TODO."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := n.getTenant(st.ID)
+	a.mu.Lock()
+	editSpecLocked(t, n, a, func(spec *envspec.Spec) {
+		spec.Secrets = append(spec.Secrets, "EMBED_KEY")
+		spec.Memory = &envspec.Memory{Embedder: &envspec.Embedder{Provider: envspec.EmbedderOpenAI, Model: sim.Embed, Secret: "EMBED_KEY"}}
+	})
+	a.mu.Unlock()
+	if _, err := n.StartAgent(t.Context(), st.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitAnswer(t, n, st.ID, 0)
+	embeds := 0
+	for _, r := range s.Requests() {
+		if r.Model == sim.Embed {
+			embeds++
+		}
+	}
+	if embeds == 0 {
+		t.Fatal("the simulator's embeddings endpoint got no request")
+	}
+	b, err := os.ReadFile(filepath.Join(a.capsule(), filepath.FromSlash(manifest.IndexPath)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idx struct {
+		Embedder *struct {
+			Name string
+			Dims int
+		} `json:"embedder"`
+	}
+	if err := json.Unmarshal(b, &idx); err != nil || idx.Embedder == nil || !strings.Contains(idx.Embedder.Name, sim.Embed) || idx.Embedder.Dims != 768 {
+		t.Fatalf("the capsule's index: %.300s (%v), want the remote embedder's", b, err)
+	}
+	err = filepath.Walk(a.capsule(), func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		if c, _ := os.ReadFile(p); bytes.Contains(c, []byte(key)) {
+			t.Errorf("%s holds the embedder's key", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
