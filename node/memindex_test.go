@@ -20,10 +20,12 @@ import (
 // hit is the user message that stated the note (found by meaning:
 // "rotation" is not a word of it), the search builds the capsule's index
 // and saves it, and the next open of the capsule reuses the stored index
-// (the journal only grew since).
+// (the journal only grew since); after a move, a search on the target
+// finds it again.
 func TestAgentSearchesItsMemory(t *testing.T) {
 	s, url := startSim(t)
-	n := newCluster(t, nodeOpts{agentLoop: true, endpoint: url}).nodes[0]
+	cl := newCluster(t, nodeOpts{agentLoop: true, endpoint: url}, nodeOpts{agentLoop: true, endpoint: url})
+	n, other := cl.nodes[0], cl.nodes[1]
 	st, err := n.CreateAgent(t.Context(), api.CreateAgentRequest{Name: "recall", From: project(t), Model: planner,
 		Task: "Please write_file path=notes.txt content=the_deploy_key_rotates_on_mondays."})
 	if err != nil {
@@ -72,6 +74,29 @@ func TestAgentSearchesItsMemory(t *testing.T) {
 	if err != nil || rep.Mode == memory.ModeFull {
 		t.Errorf("opening the capsule's index after the search: %+v (%v), want it reused", rep, err)
 	}
+
+	// The index travels with the capsule: after a move the target's first
+	// search finds the note again.
+	if res := move(t, n, other, id); res.Outcome != api.OutcomeCommitted {
+		t.Fatalf("move: %+v", res)
+	}
+	seen := len(events)
+	say(t, other, id, "Please memory_search query=which_day_rotates.")
+	events = waitAnswer(t, other, id, count(events, journal.KindAssistant))
+	var found bool
+	for _, e := range events[seen:] {
+		var r journal.ToolResult
+		if e.Kind == journal.KindToolResult && json.Unmarshal(e.Body, &r) == nil && r.Name == "memory_search" {
+			found = true
+			if r.IsError || !strings.Contains(r.Content, "the_deploy_key_rotates_on_mondays") {
+				t.Errorf("memory_search on the target: %+v", r)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no memory_search on the target: %v", kindsOf(events[seen:]))
+	}
+	checkSim(t, s)
 }
 
 // The spec's memory.embedder chooses a remote embedder: the node calls it
