@@ -187,7 +187,17 @@ func runNode(cmd *cobra.Command, uo uiOptions, cfg node.Config) error {
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The web view listens before the node serves its socket, so that
+	// once capsule node wait returns, capsule ui open finds its address.
+	stopUI, uiAddr := func() {}, ""
+	if uo.addr != "" {
+		if uiAddr, stopUI, err = startUI(uo, cfg.Dir, cfg.Logger); err != nil {
+			_ = n.Close(context.Background())
+			return err
+		}
+	}
 	if err := n.Start(); err != nil {
+		stopUI()
 		_ = n.Close(context.Background())
 		return err
 	}
@@ -195,14 +205,8 @@ func runNode(cmd *cobra.Command, uo uiOptions, cfg node.Config) error {
 	if m := n.MetricsAddr(); m != "" {
 		line["metrics"] = m
 	}
-	stopUI := func() {}
-	if uo.addr != "" {
-		var addr string
-		if addr, stopUI, err = startUI(uo, cfg.Dir, cfg.Logger); err != nil {
-			_ = n.Close(context.Background())
-			return err
-		}
-		line["ui"] = addr
+	if uiAddr != "" {
+		line["ui"] = uiAddr
 	}
 	b, _ := json.Marshal(line)
 	fmt.Fprintln(cmd.OutOrStdout(), string(b))

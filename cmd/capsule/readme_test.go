@@ -122,7 +122,7 @@ func TestREADMECommandsParse(t *testing.T) {
 			background++
 		}
 	}
-	if len(cmds) < 40 || refused < 4 || background != 4 || !strings.HasPrefix(cmds[0].text, "go install") {
+	if len(cmds) < 40 || refused < 4 || background != 5 || !strings.HasPrefix(cmds[0].text, "go install") {
 		t.Errorf("the walkthrough has %d commands, %d refused, %d in the background; first %q", len(cmds), refused, background, cmds[0].text)
 	}
 	if !bytes.Contains(readme, []byte(exitTable())) {
