@@ -250,6 +250,10 @@ func (m *Mem) recordRename(src, dst resolved) {
 func (m *Mem) Unsynced() []Change {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.unsyncedLocked()
+}
+
+func (m *Mem) unsyncedLocked() []Change {
 	ops := m.log.pending()
 	index := make(map[*entryOp]int, len(ops))
 	out := make([]Change, 0, len(ops))
@@ -335,6 +339,21 @@ func (m *Mem) Crash() { m.CrashKeeping(func(int) bool { return false }) }
 func (m *Mem) CrashKeeping(keep func(i int) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.crashKeepingLocked(keep)
+}
+
+// CrashChoosing is Unsynced and CrashKeeping under one lock: choose gets
+// the unsynced changes as they are at the moment of the crash and returns
+// which survive. Use it when something may still write to m: between a
+// call of Unsynced and one of CrashKeeping a new change would shift the
+// indices keep is asked about.
+func (m *Mem) CrashChoosing(choose func(changes []Change) (keep func(i int) bool)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.crashKeepingLocked(choose(m.unsyncedLocked()))
+}
+
+func (m *Mem) crashKeepingLocked(keep func(i int) bool) {
 	ops := m.log.pending()
 	files := m.dirtyFiles(ops)
 	var kept []*entryOp

@@ -104,19 +104,23 @@ func all(n int, v bool) []bool {
 // logs the seed and how many changes the crash kept.
 func CrashRandom(t testing.TB, mem *vfs.Mem, seed uint64) {
 	t.Helper()
-	changes := mem.Unsynced()
-	rng := rand.New(rand.NewPCG(seed, uint64(len(changes))))
-	set := make([]bool, len(changes))
-	for i := range set {
-		set[i] = rng.IntN(2) == 1
-	}
-	closeNeeds(changes, set)
-	kept := 0
-	for _, k := range set {
-		kept += boolInt(k)
-	}
-	t.Logf("crash with seed %d kept %d of %d unsynced changes", seed, kept, len(changes))
-	mem.CrashKeeping(func(i int) bool { return set[i] })
+	var kept, total int
+	// The draw and the crash are one step: a node under test may go on
+	// writing, and a change made between them would shift the indices.
+	mem.CrashChoosing(func(changes []vfs.Change) func(int) bool {
+		rng := rand.New(rand.NewPCG(seed, uint64(len(changes))))
+		set := make([]bool, len(changes))
+		for i := range set {
+			set[i] = rng.IntN(2) == 1
+		}
+		closeNeeds(changes, set)
+		for _, k := range set {
+			kept += boolInt(k)
+		}
+		total = len(changes)
+		return func(i int) bool { return set[i] }
+	})
+	t.Logf("crash with seed %d kept %d of %d unsynced changes", seed, kept, total)
 }
 
 // CrashSeed is the seed the -vfstest.crashseed flag gives, for tests that
