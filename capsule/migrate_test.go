@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentcapsule/capsule/digest"
 	"github.com/agentcapsule/capsule/envspec"
+	"github.com/agentcapsule/capsule/fixtures"
 	"github.com/agentcapsule/capsule/manifest"
 	"github.com/agentcapsule/capsule/schema"
 	"github.com/agentcapsule/capsule/vfs"
@@ -24,34 +25,12 @@ import (
 const fixtures010 = "../testdata/fixtures/0.1.0"
 
 // restoreFixture copies a capsule fixture of release 0.1.0 into a
-// temporary folder from its listing (git keeps no empty directory).
+// temporary folder from its listing (fixtures.Restore).
 func restoreFixture(t *testing.T, name string) string {
 	t.Helper()
-	src := filepath.Join(fixtures010, "capsules", name)
-	listing, err := os.ReadFile(filepath.Join(fixtures010, "expect", name, "folder.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dst := filepath.Join(t.TempDir(), name)
-	for _, line := range strings.Split(strings.TrimSpace(string(listing)), "\n") {
-		f := strings.Fields(line)
-		rel := filepath.FromSlash(strings.TrimPrefix(f[1], "./"))
-		if f[0] == "dir" {
-			if err := os.MkdirAll(filepath.Join(dst, rel), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(src, rel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, rel), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := fixtures.Restore(filepath.Join(fixtures010, "capsules", name), filepath.Join(fixtures010, "expect", name, "folder.txt"), dst); err != nil {
+		t.Fatal(err)
 	}
 	return dst
 }

@@ -10,61 +10,21 @@ import (
 	"time"
 
 	"github.com/agentcapsule/capsule/api"
+	"github.com/agentcapsule/capsule/fixtures"
 )
 
 // restoreNodeFixture copies the node data folder name that release wrote
-// (testdata/fixtures/RELEASE/nodes/NAME) from its listing (git keeps no
-// empty directory).
+// (testdata/fixtures/RELEASE/nodes/NAME) from its listing
+// (fixtures.Restore), its key kept private as a node requires.
 func restoreNodeFixture(t *testing.T, release, name string) string {
 	t.Helper()
 	root := filepath.Join("..", "testdata", "fixtures", release)
-	listing, err := os.ReadFile(filepath.Join(root, "expect", "nodes", name+"-folder.txt"))
-	if err != nil {
+	dst := filepath.Join(t.TempDir(), name)
+	if err := fixtures.Restore(filepath.Join(root, "nodes", name), filepath.Join(root, "expect", "nodes", name+"-folder.txt"), dst); err != nil {
 		t.Fatal(err)
 	}
-	dst := filepath.Join(t.TempDir(), name)
-	for _, line := range strings.Split(strings.TrimSpace(string(listing)), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		rel := filepath.FromSlash(strings.TrimPrefix(f[1], "./"))
-		switch f[0] {
-		case "dir":
-			if err := os.MkdirAll(filepath.Join(dst, rel), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		case "file", "exec":
-			b, err := os.ReadFile(filepath.Join(root, "nodes", name, rel))
-			if err != nil {
-				t.Fatal(err)
-			}
-			mode := os.FileMode(0o644)
-			if f[0] == "exec" {
-				mode = 0o755
-			}
-			if rel == "node.key" {
-				mode = 0o600
-			}
-			if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dst, rel), b, mode); err != nil {
-				t.Fatal(err)
-			}
-		case "link": // link ./path -> target
-			if len(f) != 4 || f[2] != "->" {
-				t.Fatalf("node fixture %s: malformed line %q", name, line)
-			}
-			if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(f[3], filepath.Join(dst, rel)); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			t.Fatalf("node fixture %s holds %q", name, line)
-		}
+	if err := os.Chmod(filepath.Join(dst, "node.key"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	return dst
 }

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentcapsule/capsule/fixtures"
 	"github.com/agentcapsule/capsule/schema"
 )
 
@@ -270,62 +271,13 @@ func covers(got, want any, path string) (string, bool) {
 	return path, reflect.DeepEqual(got, want)
 }
 
-// restoreFolder copies a capsule fixture into a temporary folder as the
-// script recorded it (folder.txt): git keeps no empty directory and no
-// mode but the execute bit, so the recorded directories are made, and every
-// file is checked against its recorded digest first.
+// restoreFolder copies a fixture folder into a temporary folder as the
+// script recorded it in listing (fixtures.Restore checks every file).
 func restoreFolder(t *testing.T, src, listing string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	b, err := os.ReadFile(listing)
-	if err != nil {
+	if err := fixtures.Restore(src, listing, dst); err != nil {
 		t.Fatal(err)
-	}
-	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		rel := filepath.FromSlash(strings.TrimPrefix(f[1], "./"))
-		switch f[0] {
-		case "dir":
-			if err := os.MkdirAll(filepath.Join(dst, rel), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		case "file", "exec":
-			data, err := os.ReadFile(filepath.Join(src, rel))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != f[2] {
-				t.Fatalf("fixture %s was changed after it was made", filepath.Join(src, rel))
-			}
-			if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			mode := os.FileMode(0o644)
-			if f[0] == "exec" {
-				mode = 0o755
-			}
-			if err := os.WriteFile(filepath.Join(dst, rel), data, mode); err != nil {
-				t.Fatal(err)
-			}
-		case "link": // link ./path -> target
-			if len(f) != 4 || f[2] != "->" {
-				t.Fatalf("%s: malformed line %q", listing, line)
-			}
-			if got, err := os.Readlink(filepath.Join(src, rel)); err != nil || got != f[3] {
-				t.Fatalf("fixture link %s points to %q (%v), the listing says %q", filepath.Join(src, rel), got, err, f[3])
-			}
-			if err := os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(f[3], filepath.Join(dst, rel)); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			t.Fatalf("%s: a capsule fixture holds %q", listing, line)
-		}
 	}
 	return dst
 }
