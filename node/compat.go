@@ -106,10 +106,12 @@ func (a *tenant) compatGate(epoch uint64) error {
 	if err != nil {
 		return a.refuse(err)
 	}
-	if rep.Refused {
-		if a.n.cfg.DiscardRefused {
-			return a.discardRefused(rep, epoch)
+	if rep.Refused && a.n.cfg.DiscardRefused {
+		if rep, err = a.discardRefused(rep); err != nil {
+			return err
 		}
+	}
+	if rep.Refused {
 		return a.refuse(&CompatError{Report: rep})
 	}
 	for _, ap := range rep.Append {
@@ -124,29 +126,24 @@ func (a *tenant) compatGate(epoch uint64) error {
 // discardRefused is the node's policy at restore (Config.DiscardRefused)
 // for an agent whose resume rep refuses: the agent is discarded (its
 // journal kept, discardLocked) when FORMAT §11.9.4 allows it, and blocked
-// with both reasons otherwise. The fresh journal is checked again before
-// the runner starts. Caller holds a.mu; the runner is not running.
-func (a *tenant) discardRefused(rep *compat.Report, epoch uint64) error {
+// with both reasons otherwise. It returns the check of the fresh journal
+// (on the new open log), which the gate then applies as it would have the
+// first. Caller holds a.mu; the runner is not running.
+func (a *tenant) discardRefused(rep *compat.Report) (*compat.Report, error) {
 	refusal := &CompatError{Report: rep}
 	if err := a.checkDiscard(); err != nil {
-		return a.refuse(fmt.Errorf("%w; the node's policy would discard it, but: %v", refusal, err))
+		return nil, a.refuse(fmt.Errorf("%w; the node's policy would discard it, but: %v", refusal, err))
 	}
 	res, err := a.discardLocked()
 	if err != nil {
-		return a.refuse(fmt.Errorf("%w; discarding it failed: %v", refusal, err))
+		return nil, a.refuse(fmt.Errorf("%w; discarding it failed: %v", refusal, err))
 	}
 	a.n.log.Warn("agent discarded at restore: its resume was refused", "agent", a.id, "refusal", refusal.Error(), "set_aside", res.SetAside, "events", res.Events)
 	again, err := compatCheck(a.n.fsys, a.capsule(), a.compatRelease())
-	switch {
-	case err != nil:
-		return a.refuse(err)
-	case again.Refused:
-		return a.refuse(&CompatError{Report: again})
+	if err != nil {
+		return nil, a.refuse(err)
 	}
-	if a.log == nil {
-		return a.openLog(epoch)
-	}
-	return nil
+	return again, nil
 }
 
 // prepareCompat is the check of a move's target, on the staged capsule,
